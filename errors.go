@@ -1,0 +1,131 @@
+package ddbindex
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors. Every error ddbindex returns matches one of them with
+// errors.Is, and [Code] gives its stable code; the README's error reference
+// says, per code, why it happens and what to do.
+var (
+	// ErrDeclaration: a model's ddbindex tags break a rule (code DDBX-100).
+	// Fix the declaration; the error names the struct, field and rule.
+	ErrDeclaration = &codedError{"DDBX-100", "invalid model declaration"}
+
+	// ErrInvalidQuery: a query cannot be translated: a condition on a
+	// component that does not exist, a value of the wrong type, begins_with on
+	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed
+	// (code DDBX-200). Raised before any request.
+	ErrInvalidQuery = &codedError{"DDBX-200", "invalid query"}
+
+	// ErrInvalidCursor: a cursor failed strict decoding (code DDBX-300).
+	// Cursors come from clients: map it to HTTP 400. Raised before any request.
+	ErrInvalidCursor = &codedError{"DDBX-300", "invalid cursor"}
+
+	// ErrNoProgress: DynamoDB answered with a position that did not advance,
+	// so reading on would loop forever (code DDBX-400).
+	ErrNoProgress = &codedError{"DDBX-400", "query position did not advance"}
+
+	// ErrCapReached: a per-call cap on requests or read units stopped the
+	// read (code DDBX-401). The page returned with it is valid: the items read
+	// so far and a cursor that continues after them.
+	ErrCapReached = &codedError{"DDBX-401", "per-call cap reached"}
+
+	// ErrSchemaMismatch: the live tables do not match the declarations
+	// (code DDBX-500). The error lists every mismatch.
+	ErrSchemaMismatch = &codedError{"DDBX-500", "live schema does not match the declarations"}
+
+	// ErrConflict: a conditional write lost: the item was changed, moved,
+	// deleted or created concurrently, or an index entry is newer than the
+	// change being applied (code DDBX-600).
+	ErrConflict = &codedError{"DDBX-600", "write condition failed"}
+
+	// ErrKeyChange: a write would change a key attribute in place, which
+	// DynamoDB refuses; use Move (code DDBX-601).
+	ErrKeyChange = &codedError{"DDBX-601", "key attributes cannot change in place"}
+
+	// ErrTooManyActions: a transaction would exceed DynamoDB's 100 actions
+	// (code DDBX-602).
+	ErrTooManyActions = &codedError{"DDBX-602", "transaction exceeds 100 actions"}
+)
+
+// codedError is a sentinel with a stable code.
+type codedError struct {
+	code string
+	msg  string
+}
+
+func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.code + "]" }
+
+// Code returns the stable code (such as "DDBX-300") of the ddbindex error in
+// err's chain, or "" when there is none.
+func Code(err error) string {
+	for _, s := range []*codedError{ErrDeclaration, ErrInvalidQuery, ErrInvalidCursor, ErrNoProgress,
+		ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange, ErrTooManyActions} {
+		if errors.Is(err, s) {
+			return s.code
+		}
+	}
+	return ""
+}
+
+// IsInvalidCursor reports whether err is a cursor a client sent that failed
+// decoding: the caller's cue for HTTP 400.
+func IsInvalidCursor(err error) bool { return errors.Is(err, ErrInvalidCursor) }
+
+// IsCapReached reports whether err says a per-call cap stopped a read early.
+func IsCapReached(err error) bool { return errors.Is(err, ErrCapReached) }
+
+// IsConflict reports whether err is a lost conditional write.
+func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
+
+// QueryError is an invalid query, with the index it was for. It matches
+// [ErrInvalidQuery].
+type QueryError struct {
+	Index  string
+	Reason string
+}
+
+func (e *QueryError) Error() string {
+	return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, ErrInvalidQuery.code)
+}
+
+// Is makes QueryError match ErrInvalidQuery.
+func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
+
+func indexLabel(name string) string {
+	if name == "" {
+		return "the base table"
+	}
+	return "index " + name
+}
+
+func queryErr(index, format string, args ...any) error {
+	return &QueryError{Index: index, Reason: fmt.Sprintf(format, args...)}
+}
+
+// CursorError is a cursor that failed strict decoding. It matches
+// [ErrInvalidCursor]; Reason says which check failed.
+type CursorError struct {
+	Reason string
+	Err    error // an underlying cause, if any
+}
+
+func (e *CursorError) Error() string {
+	s := "ddbindex: invalid cursor: " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s + " [" + ErrInvalidCursor.code + "]"
+}
+
+// Is makes CursorError match ErrInvalidCursor.
+func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor }
+
+// Unwrap returns the underlying cause.
+func (e *CursorError) Unwrap() error { return e.Err }
+
+func cursorErr(err error, format string, args ...any) error {
+	return &CursorError{Reason: fmt.Sprintf(format, args...), Err: err}
+}

@@ -1,0 +1,402 @@
+package ddbindex
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// This file translates a condition on leading sort components into a
+// DynamoDB key condition. It is the one place that knows the bounds of the
+// encoding: with p the encoded leading components,
+//
+//	when more components follow p in the stored key (always for an index
+//	table, whose key ends with the base key; and for a GSI or LSI composite):
+//	  = p  begins_with(SK, p#)     < p  SK < p#     <= p  SK < p$
+//	  > p  SK > p$                 >= p SK >= p#    BETWEEN p AND q: SK BETWEEN p# AND q$
+//	when p is the whole stored key (a native key, or a base-table composite
+//	with every component given):
+//	  = p  SK = p   < p  SK < p   <= p  SK <= p   > p  SK > p   >= p  SK >= p
+//	  BETWEEN p AND q: SK BETWEEN p AND q
+//
+// '#' sorts below every byte of an encoded component and '$' above every
+// byte that can follow p inside the same component... and above '#', so
+// "p#..." < "p$" < anything greater than p.
+
+type condOp uint8
+
+const (
+	opNone condOp = iota
+	opEq
+	opLt
+	opLe
+	opGt
+	opGe
+	opBetween
+	opBeginsWith
+)
+
+var opNames = [...]string{"", "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"}
+
+// Key is a tuple of leading component values, for the bounds of [Between].
+type Key []any
+
+// K returns a Key of values: Between(K("open", t1), K("open", t2)).
+func K(values ...any) Key { return Key(values) }
+
+// SortCondition is a condition on the leading sort components of an index,
+// in declaration order. Build one with [Eq], [Lt], [Le], [Gt], [Ge],
+// [Between] or [BeginsWith]; the zero value means no condition.
+type SortCondition struct {
+	op     condOp
+	lo, hi []any
+}
+
+// Eq matches keys whose leading sort components equal values.
+//
+//	Eq("open")             status = open, any created time
+//	Eq("open", createdAt)  status = open and created = createdAt
+func Eq(values ...any) SortCondition { return SortCondition{op: opEq, lo: values} }
+
+// Lt matches keys whose leading sort components are less than values
+// (compared as a tuple).
+func Lt(values ...any) SortCondition { return SortCondition{op: opLt, lo: values} }
+
+// Le matches keys whose leading sort components are at most values.
+func Le(values ...any) SortCondition { return SortCondition{op: opLe, lo: values} }
+
+// Gt matches keys whose leading sort components are greater than values.
+func Gt(values ...any) SortCondition { return SortCondition{op: opGt, lo: values} }
+
+// Ge matches keys whose leading sort components are at least values.
+func Ge(values ...any) SortCondition { return SortCondition{op: opGe, lo: values} }
+
+// Between matches keys whose leading components lie between lo and hi,
+// both included. lo and hi are single values or [Key] tuples.
+func Between(lo, hi any) SortCondition {
+	return SortCondition{op: opBetween, lo: asKey(lo), hi: asKey(hi)}
+}
+
+// BeginsWith matches keys whose leading components equal all but the last of
+// values, and whose next string component begins with the last value.
+//
+//	BeginsWith("op")          status begins with "op"
+//	BeginsWith("open", "2026-12")  status = open, created begins with 2026-12
+func BeginsWith(values ...any) SortCondition { return SortCondition{op: opBeginsWith, lo: values} }
+
+func asKey(v any) []any {
+	if k, ok := v.(Key); ok {
+		return k
+	}
+	return []any{v}
+}
+
+// IsZero reports whether c is no condition.
+func (c SortCondition) IsZero() bool { return c.op == opNone }
+
+// String renders the condition on logical components, e.g. `BETWEEN (open, 5) AND (open, 9)`.
+func (c SortCondition) String() string {
+	if c.op == opNone {
+		return "(none)"
+	}
+	tuple := func(vs []any) string {
+		parts := make([]string, len(vs))
+		for i, v := range vs {
+			parts[i] = fmt.Sprint(v)
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	}
+	if c.op == opBetween {
+		return "BETWEEN " + tuple(c.lo) + " AND " + tuple(c.hi)
+	}
+	return opNames[c.op] + " " + tuple(c.lo)
+}
+
+// keyCond is a translated sort condition: what DynamoDB is asked, and the
+// same bounds in ordered form for checking positions locally.
+type keyCond struct {
+	attr   string
+	op     condOp
+	a, b   types.AttributeValue
+	oa, ob string
+}
+
+// builder returns the key condition on the sort key attribute.
+func (kc *keyCond) builder() expression.KeyConditionBuilder {
+	k := expression.Key(kc.attr)
+	switch kc.op {
+	case opEq:
+		return k.Equal(expression.Value(kc.a))
+	case opLt:
+		return k.LessThan(expression.Value(kc.a))
+	case opLe:
+		return k.LessThanEqual(expression.Value(kc.a))
+	case opGt:
+		return k.GreaterThan(expression.Value(kc.a))
+	case opGe:
+		return k.GreaterThanEqual(expression.Value(kc.a))
+	case opBetween:
+		return k.Between(expression.Value(kc.a), expression.Value(kc.b))
+	}
+	return k.BeginsWith(kc.oa)
+}
+
+// match reports whether a stored sort value, in ordered form, satisfies kc.
+func (kc *keyCond) match(ord string) bool {
+	switch kc.op {
+	case opEq:
+		return ord == kc.oa
+	case opLt:
+		return ord < kc.oa
+	case opLe:
+		return ord <= kc.oa
+	case opGt:
+		return ord > kc.oa
+	case opGe:
+		return ord >= kc.oa
+	case opBetween:
+		return ord >= kc.oa && ord <= kc.ob
+	case opBeginsWith:
+		return strings.HasPrefix(ord, kc.oa)
+	}
+	return true
+}
+
+// String renders kc as DynamoDB sees it.
+func (kc *keyCond) String() string {
+	if kc.op == opBetween {
+		return fmt.Sprintf("%s BETWEEN %s AND %s", kc.attr, avString(kc.a), avString(kc.b))
+	}
+	if kc.op == opBeginsWith {
+		return fmt.Sprintf("begins_with(%s, %q)", kc.attr, kc.oa)
+	}
+	return fmt.Sprintf("%s %s %s", kc.attr, opNames[kc.op], avString(kc.a))
+}
+
+// sortCond translates c for d's sort key. It returns nil for no condition.
+func (d *keyDef) sortCond(c SortCondition) (*keyCond, error) {
+	if c.op == opNone {
+		return nil, nil
+	}
+	if d.sk == nil || len(d.sk.parts) == 0 {
+		return nil, queryErr(d.name, "%s has no sort components to put a condition on", d.label())
+	}
+	k := d.sk
+	if len(c.lo) == 0 || (c.op == opBetween && len(c.hi) == 0) {
+		return nil, queryErr(d.name, "%s needs at least one value", opNames[c.op])
+	}
+	if len(c.lo) > len(k.parts) || len(c.hi) > len(k.parts) {
+		return nil, queryErr(d.name, "%s has %d sort components; the condition gives %d values",
+			d.label(), len(k.parts), max(len(c.lo), len(c.hi)))
+	}
+	kc := &keyCond{attr: k.attr, op: c.op}
+	if c.op == opBeginsWith {
+		return d.beginsWith(kc, c.lo)
+	}
+	lo, loMore, err := d.bound(c.lo)
+	if err != nil {
+		return nil, err
+	}
+	if k.native {
+		kc.a, kc.oa = lo.av, lo.ord
+		if c.op == opBetween {
+			hi, _, err := d.bound(c.hi)
+			if err != nil {
+				return nil, err
+			}
+			kc.b, kc.ob = hi.av, hi.ord
+		}
+	} else {
+		// Composite: pick the bound shape per the table above.
+		p := lo.ord
+		switch c.op {
+		case opEq:
+			if loMore {
+				kc.op, kc.oa = opBeginsWith, p+string(Separator)
+			} else {
+				kc.oa = p
+			}
+		case opLt, opGe:
+			kc.oa = p + suffixIf(loMore, Separator)
+		case opLe, opGt:
+			kc.oa = p + suffixIf(loMore, escapeByte)
+		case opBetween:
+			kc.oa = p + suffixIf(loMore, Separator)
+			hi, hiMore, err := d.bound(c.hi)
+			if err != nil {
+				return nil, err
+			}
+			kc.ob = hi.ord + suffixIf(hiMore, escapeByte)
+			kc.b = &types.AttributeValueMemberS{Value: kc.ob}
+		}
+		kc.a = &types.AttributeValueMemberS{Value: kc.oa}
+	}
+	if kc.op == opBetween && kc.oa > kc.ob {
+		return nil, queryErr(d.name, "BETWEEN bounds are reversed: %s is above %s", tupleString(c.lo), tupleString(c.hi))
+	}
+	return kc, nil
+}
+
+func suffixIf(more bool, b byte) string {
+	if more {
+		return string(b)
+	}
+	return ""
+}
+
+func tupleString(vs []any) string { return SortCondition{op: opEq, lo: vs}.String()[2:] }
+
+// boundValue is one bound of a condition: the value DynamoDB compares, and
+// its ordered form (equal to the value for a composite key).
+type boundValue struct {
+	av  types.AttributeValue
+	ord string
+}
+
+// bound encodes leading sort component values. more reports whether the
+// stored key has components after them.
+func (d *keyDef) bound(values []any) (boundValue, bool, error) {
+	k := d.sk
+	if k.native {
+		c := k.parts[0]
+		rv, err := coerce(values[0], c.f)
+		if err != nil {
+			return boundValue{}, false, queryErr(d.name, "%v", err)
+		}
+		t, err := c.enc.text(rv)
+		if err != nil {
+			return boundValue{}, false, queryErr(d.name, "%s: %v", c.f.attr, err)
+		}
+		av, err := k.physical(func(*field) string { return t })
+		if err != nil {
+			return boundValue{}, false, queryErr(d.name, "%v", err)
+		}
+		return boundValue{av: av, ord: t}, false, nil
+	}
+	b, err := d.appendLeading(make([]byte, 0, 64), values)
+	if err != nil {
+		return boundValue{}, false, err
+	}
+	more := len(values) < len(k.parts) || len(k.suffix) > 0
+	s := string(b)
+	return boundValue{av: &types.AttributeValueMemberS{Value: s}, ord: s}, more, nil
+}
+
+// appendLeading appends the composite encoding of the first len(values) sort
+// components, labels included.
+func (d *keyDef) appendLeading(b []byte, values []any) ([]byte, error) {
+	for i, v := range values {
+		c := d.sk.parts[i]
+		if i > 0 {
+			b = append(b, Separator)
+		}
+		if c.label != "" {
+			b = append(appendEscaped(b, c.label), Separator)
+		}
+		rv, err := coerce(v, c.f)
+		if err != nil {
+			return nil, queryErr(d.name, "%v", err)
+		}
+		b, err = c.enc.appendKey(b, rv)
+		if err != nil {
+			return nil, queryErr(d.name, "%s: %v", c.f.attr, err)
+		}
+	}
+	return b, nil
+}
+
+func (d *keyDef) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
+	k := d.sk
+	n := len(values)
+	last := k.parts[n-1]
+	if last.enc.kind != encString && last.enc.kind != encBytes {
+		return nil, queryErr(d.name, "begins_with needs a string component; %s is %s", last.f.attr, last.f.typ)
+	}
+	prefix, ok := stringValue(values[n-1])
+	if !ok {
+		return nil, queryErr(d.name, "begins_with needs a string prefix for %s, not %T", last.f.attr, values[n-1])
+	}
+	if k.native {
+		kc.oa = prefix
+	} else {
+		b, err := d.appendLeading(make([]byte, 0, 64), values[:n-1])
+		if err != nil {
+			return nil, err
+		}
+		if n > 1 {
+			b = append(b, Separator)
+		}
+		if last.label != "" {
+			b = append(appendEscaped(b, last.label), Separator)
+		}
+		kc.oa = string(appendEscaped(b, prefix))
+	}
+	if kc.oa == "" {
+		return nil, nil // every key begins with ""
+	}
+	kc.a = &types.AttributeValueMemberS{Value: kc.oa}
+	if k.scalar == types.ScalarAttributeTypeB {
+		kc.a = &types.AttributeValueMemberB{Value: []byte(kc.oa)}
+	}
+	return kc, nil
+}
+
+func stringValue(v any) (string, bool) {
+	rv := reflect.ValueOf(v)
+	switch {
+	case !rv.IsValid():
+		return "", false
+	case rv.Kind() == reflect.String:
+		return rv.String(), true
+	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8:
+		return string(rv.Bytes()), true
+	}
+	return "", false
+}
+
+// partition returns the partition key value for values, and their canonical
+// texts (to check cursors against).
+func (d *keyDef) partition(values []any) (types.AttributeValue, []string, error) {
+	k := d.pk
+	if len(values) != len(k.parts) {
+		return nil, nil, queryErr(d.name, "%s's partition key has %d components; %d values given", d.label(), len(k.parts), len(values))
+	}
+	texts := make([]string, len(values))
+	byField := map[*field]string{}
+	for i, c := range k.parts {
+		rv, err := coerce(values[i], c.f)
+		if err != nil {
+			return nil, nil, queryErr(d.name, "partition: %v", err)
+		}
+		t, err := c.f.canon.text(rv)
+		if err != nil {
+			return nil, nil, queryErr(d.name, "partition: %s: %v", c.f.attr, err)
+		}
+		texts[i] = t
+		byField[c.f] = t
+	}
+	av, err := k.physical(func(f *field) string { return byField[f] })
+	if err != nil {
+		return nil, nil, queryErr(d.name, "partition: %v", err)
+	}
+	return av, texts, nil
+}
+
+func avString(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return fmt.Sprintf("%q", v.Value)
+	case *types.AttributeValueMemberN:
+		return v.Value
+	case *types.AttributeValueMemberB:
+		return fmt.Sprintf("0x%x", v.Value)
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprint(v.Value)
+	case nil:
+		return "<nil>"
+	}
+	return fmt.Sprintf("%T", av)
+}

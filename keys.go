@@ -1,0 +1,386 @@
+package ddbindex
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// This file turns between the three forms of a key: a model value's fields, a
+// logical position (the canonical key text of every field a key names), and
+// the physical attributes a table or index stores.
+
+// position is a logical position in an index: the canonical key text of each
+// of the index's slots (see keyDef.slots), in slot order.
+type position []string
+
+// coerce converts a caller-supplied component value to the field's type. It
+// accepts the field's own type, pointers to it, and values of the same kind
+// family (any integer for an integer field, and so on) that fit.
+func coerce(v any, f *field) (reflect.Value, error) {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return rv, fmt.Errorf("nil is not a value for %s (%s)", f.attr, f.typ)
+	}
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return rv, fmt.Errorf("nil is not a value for %s (%s)", f.attr, f.typ)
+		}
+		rv = rv.Elem()
+	}
+	if rv.Type() == f.typ {
+		return rv, nil
+	}
+	bad := func() (reflect.Value, error) {
+		return reflect.Value{}, fmt.Errorf("%s is %s; a %T does not convert to it", f.attr, f.typ, v)
+	}
+	family := func(k reflect.Kind) int {
+		switch {
+		case k >= reflect.Int && k <= reflect.Int64:
+			return 1
+		case k >= reflect.Uint && k <= reflect.Uintptr:
+			return 2
+		case k == reflect.Float32 || k == reflect.Float64:
+			return 3
+		case k == reflect.String:
+			return 4
+		}
+		return 0
+	}
+	src, dst := family(rv.Kind()), family(f.typ.Kind())
+	if f.canon.kind == encCustom || f.canon.kind == encTime || src == 0 || dst == 0 {
+		if f.canon.kind == encBytes && rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
+			return rv.Convert(f.typ), nil
+		}
+		return bad()
+	}
+	out := reflect.New(f.typ).Elem()
+	switch {
+	case src == dst && src == 4:
+		out.SetString(rv.String())
+	case src == 1 && dst == 1:
+		if out.OverflowInt(rv.Int()) {
+			return reflect.Value{}, fmt.Errorf("%d overflows %s (%s)", rv.Int(), f.attr, f.typ)
+		}
+		out.SetInt(rv.Int())
+	case src == 2 && dst == 2:
+		if out.OverflowUint(rv.Uint()) {
+			return reflect.Value{}, fmt.Errorf("%d overflows %s (%s)", rv.Uint(), f.attr, f.typ)
+		}
+		out.SetUint(rv.Uint())
+	case src == 1 && dst == 2:
+		if rv.Int() < 0 || out.OverflowUint(uint64(rv.Int())) {
+			return reflect.Value{}, fmt.Errorf("%d does not fit %s (%s)", rv.Int(), f.attr, f.typ)
+		}
+		out.SetUint(uint64(rv.Int()))
+	case src == 2 && dst == 1:
+		if rv.Uint() > math.MaxInt64 || out.OverflowInt(int64(rv.Uint())) {
+			return reflect.Value{}, fmt.Errorf("%d does not fit %s (%s)", rv.Uint(), f.attr, f.typ)
+		}
+		out.SetInt(int64(rv.Uint()))
+	case dst == 3 && src != 4:
+		var x float64
+		switch src {
+		case 1:
+			x = float64(rv.Int())
+			if int64(x) != rv.Int() {
+				return reflect.Value{}, fmt.Errorf("%d is not exact as %s", rv.Int(), f.typ)
+			}
+		case 2:
+			x = float64(rv.Uint())
+			if uint64(x) != rv.Uint() {
+				return reflect.Value{}, fmt.Errorf("%d is not exact as %s", rv.Uint(), f.typ)
+			}
+		default:
+			x = rv.Float()
+		}
+		if f.typ.Kind() == reflect.Float32 && float64(float32(x)) != x && !math.IsNaN(x) {
+			return reflect.Value{}, fmt.Errorf("%v is not exact as float32", x)
+		}
+		out.SetFloat(x)
+	default:
+		return bad()
+	}
+	return out, nil
+}
+
+// roleText converts a field's canonical text to the component's role text.
+func (c *component) roleText(canon string) (string, error) {
+	if c.sameFormat() {
+		return canon, nil
+	}
+	v := reflect.New(c.f.typ).Elem()
+	if err := c.f.canon.parse(canon, v); err != nil {
+		return "", err
+	}
+	return c.enc.text(v)
+}
+
+// canonText converts a component's role text to the field's canonical text.
+func (c *component) canonText(role string) (string, error) {
+	if c.sameFormat() {
+		return role, c.enc.check(role)
+	}
+	v := reflect.New(c.f.typ).Elem()
+	if err := c.enc.parse(role, v); err != nil {
+		return "", err
+	}
+	return c.f.canon.text(v)
+}
+
+// components lists every component of the key in stored order.
+func (k *keyAttr) components() []*component {
+	if len(k.suffix) == 0 {
+		return k.parts
+	}
+	return append(slices.Clone(k.parts), k.suffix...)
+}
+
+// appendComposite appends the composite encoding of the key, taking each
+// component's canonical text from text.
+func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, error) {
+	for i, c := range k.components() {
+		if i > 0 {
+			b = append(b, Separator)
+		}
+		if c.label != "" {
+			b = append(appendEscaped(b, c.label), Separator)
+		}
+		t, err := c.roleText(text(c.f))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
+		}
+		b = appendEscaped(b, t)
+	}
+	return b, nil
+}
+
+// physical returns the stored attribute value of the key for the canonical
+// texts given by text.
+func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, error) {
+	if k.native {
+		c := k.parts[0]
+		t := text(c.f)
+		switch k.scalar {
+		case types.ScalarAttributeTypeN:
+			n, err := c.enc.numberText(t)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.f.attr, err)
+			}
+			return &types.AttributeValueMemberN{Value: n}, nil
+		case types.ScalarAttributeTypeB:
+			return &types.AttributeValueMemberB{Value: []byte(t)}, nil
+		}
+		if t == "" {
+			return nil, fmt.Errorf("%s: an empty string cannot be a key value", c.f.attr)
+		}
+		return &types.AttributeValueMemberS{Value: t}, nil
+	}
+	b, err := k.appendComposite(make([]byte, 0, 64), text)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s: an empty string cannot be a key value", k.attr)
+	}
+	return &types.AttributeValueMemberS{Value: string(b)}, nil
+}
+
+// ordered returns the key's value in a form whose byte order is DynamoDB's
+// order of the stored values: the composite string, or for a native key the
+// canonical text (which sorts as the number or string does).
+func (k *keyAttr) ordered(text func(*field) string) (string, error) {
+	if k.native {
+		return text(k.parts[0].f), nil
+	}
+	b, err := k.appendComposite(make([]byte, 0, 64), text)
+	return string(b), err
+}
+
+// decode reads the canonical texts of the key's components from its stored
+// attribute value, calling set for each. It checks labels, component count
+// and every text's form.
+func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error) error {
+	if av == nil {
+		return fmt.Errorf("key attribute %s is missing", k.attr)
+	}
+	if k.native {
+		c := k.parts[0]
+		switch v := av.(type) {
+		case *types.AttributeValueMemberS:
+			if k.scalar == types.ScalarAttributeTypeS {
+				return set(c.f, v.Value)
+			}
+		case *types.AttributeValueMemberN:
+			if k.scalar == types.ScalarAttributeTypeN {
+				t, err := c.enc.textFromNumber(v.Value)
+				if err != nil {
+					return fmt.Errorf("%s: %w", k.attr, err)
+				}
+				return set(c.f, t)
+			}
+		case *types.AttributeValueMemberB:
+			if k.scalar == types.ScalarAttributeTypeB {
+				return set(c.f, string(v.Value))
+			}
+		}
+		return fmt.Errorf("key attribute %s is not of type %s", k.attr, k.scalar)
+	}
+	s, ok := av.(*types.AttributeValueMemberS)
+	if !ok {
+		return fmt.Errorf("key attribute %s is not a string", k.attr)
+	}
+	texts, err := splitKey(s.Value)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.attr, err)
+	}
+	i := 0
+	for _, c := range k.components() {
+		if c.label != "" {
+			if i >= len(texts) || texts[i] != c.label {
+				return fmt.Errorf("%s: label %q missing: %w", k.attr, c.label, errMalformed)
+			}
+			i++
+		}
+		if i >= len(texts) {
+			return fmt.Errorf("%s: too few components: %w", k.attr, errMalformed)
+		}
+		canon, err := c.canonText(texts[i])
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", k.attr, c.f.attr, err)
+		}
+		if err := set(c.f, canon); err != nil {
+			return err
+		}
+		i++
+	}
+	if i != len(texts) {
+		return fmt.Errorf("%s: too many components: %w", k.attr, errMalformed)
+	}
+	return nil
+}
+
+// slot returns the index of f in d's slots, or -1.
+func (d *keyDef) slot(f *field) int {
+	return slices.Index(d.slots, f)
+}
+
+// textOf returns a lookup of canonical texts from a position of d.
+func (d *keyDef) textOf(pos position) func(*field) string {
+	return func(f *field) string {
+		if i := d.slot(f); i >= 0 {
+			return pos[i]
+		}
+		return ""
+	}
+}
+
+// storedKeys lists the physical key attributes of a d entry: its own and,
+// for a GSI or LSI, the base table's.
+func (d *keyDef) storedKeys() []*keyAttr {
+	keys := []*keyAttr{d.pk}
+	if d.sk != nil {
+		keys = append(keys, d.sk)
+	}
+	if d.kind == GSI || d.kind == LSI {
+		for _, k := range []*keyAttr{d.schema.base.pk, d.schema.base.sk} {
+			if k != nil && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// positionOf reads the position of an item (or a LastEvaluatedKey) returned
+// by a query of d, from its physical key attributes.
+func (d *keyDef) positionOf(item map[string]types.AttributeValue) (position, error) {
+	pos := make(position, len(d.slots))
+	seen := make([]bool, len(d.slots))
+	set := func(f *field, t string) error {
+		i := d.slot(f)
+		if i < 0 {
+			return fmt.Errorf("field %s is not part of index %s", f.attr, d.label())
+		}
+		if seen[i] && pos[i] != t {
+			return fmt.Errorf("%s has two different values in the key attributes: %w", f.attr, errMalformed)
+		}
+		pos[i], seen[i] = t, true
+		return nil
+	}
+	for _, k := range d.storedKeys() {
+		if err := k.decode(item[k.attr], set); err != nil {
+			return nil, err
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("the key attributes do not hold %s", d.slots[i].attr)
+		}
+	}
+	return pos, nil
+}
+
+// startKey builds the ExclusiveStartKey for a position in d.
+func (d *keyDef) startKey(pos position) (map[string]types.AttributeValue, error) {
+	text := d.textOf(pos)
+	keys := d.storedKeys()
+	out := make(map[string]types.AttributeValue, len(keys))
+	for _, k := range keys {
+		av, err := k.physical(text)
+		if err != nil {
+			return nil, err
+		}
+		out[k.attr] = av
+	}
+	return out, nil
+}
+
+// itemTexts reads the canonical text of every key field of a model value. A
+// field without a value (nil pointer, or omitempty and zero) is absent from
+// the result, which makes the item sparse for keys that name it.
+func (s *schema) itemTexts(v reflect.Value) (map[*field]string, error) {
+	out := make(map[*field]string, len(s.fields))
+	for _, f := range s.fields {
+		fv, err := f.value(v)
+		if err != nil {
+			continue
+		}
+		t, err := f.canon.text(fv)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", s.model, f.goName, err)
+		}
+		out[f] = t
+	}
+	return out, nil
+}
+
+// keyValues computes the physical key attributes of d for an item whose key
+// texts are texts. ok is false when a component is absent: the item is not in
+// d (a sparse index); for the base table that is an error.
+func (d *keyDef) keyValues(texts map[*field]string) (vals map[string]types.AttributeValue, ok bool, err error) {
+	text := func(f *field) string { return texts[f] }
+	vals = map[string]types.AttributeValue{}
+	for _, k := range []*keyAttr{d.pk, d.sk} {
+		if k == nil {
+			continue
+		}
+		for _, c := range k.components() {
+			if _, has := texts[c.f]; !has {
+				if d.kind == BaseTable {
+					return nil, false, fmt.Errorf("%s: key field %s has no value", d.schema.model, c.f.goName)
+				}
+				return nil, false, nil
+			}
+		}
+		av, err := k.physical(text)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s (%s key): %w", d.schema.model, d.label(), err)
+		}
+		vals[k.attr] = av
+	}
+	return vals, true, nil
+}

@@ -1,0 +1,345 @@
+package ddbindex
+
+import (
+	"context"
+	"iter"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Query is one read of an index (or of the base table) of model T. It is an
+// immutable builder: each method returns a changed copy, and errors wait for
+// the call that runs it (Page, All, Exists, Explain). The zero Limit means
+// "every item" for All and a page of 100 for Page.
+//
+//	page, err := tickets.Query("by_status", "TEAM-7").
+//		Where(ddbindex.Eq("open")).Desc().Limit(20).After(cursor).Page(ctx)
+type Query[T any] struct {
+	t           *Table[T]
+	index       string
+	partition   []any
+	cond        SortCondition
+	desc        bool
+	limit       int
+	cursor      string
+	filter      *expression.ConditionBuilder
+	project     []string
+	consistent  bool
+	maxRequests int
+	maxUnits    float64
+	deleted     bool // include tombstones
+	report      *Stats
+}
+
+// DefaultPageSize is the Limit of a Page call that sets none.
+const DefaultPageSize = 100
+
+// Query starts a read of the named index ("" reads the base table) in the
+// partition given by the partition key component values, in declaration
+// order.
+func (t *Table[T]) Query(index string, partition ...any) Query[T] {
+	return Query[T]{t: t, index: index, partition: partition}
+}
+
+// Where sets the condition on leading sort components.
+func (q Query[T]) Where(c SortCondition) Query[T] { q.cond = c; return q }
+
+// Desc reads in descending sort order.
+func (q Query[T]) Desc() Query[T] { q.desc = true; return q }
+
+// Asc reads in ascending sort order (the default).
+func (q Query[T]) Asc() Query[T] { q.desc = false; return q }
+
+// Limit sets how many live items a page holds (Page), the most items an
+// iteration yields (All), and is ignored by Exists. Tombstones and items the
+// filter rejects do not count.
+func (q Query[T]) Limit(n int) Query[T] { q.limit = n; return q }
+
+// After continues after the position a previous page's Cursor names. An
+// empty cursor starts at the beginning.
+func (q Query[T]) After(cursor string) Query[T] { q.cursor = cursor; return q }
+
+// Filter adds a condition on non-key attributes, evaluated by DynamoDB after
+// the key condition (and combined with the tombstone filter).
+func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] { q.filter = &c; return q }
+
+// Project reads only the named attributes (the key attributes are always
+// read too, since cursors need them).
+func (q Query[T]) Project(attrs ...string) Query[T] { q.project = attrs; return q }
+
+// ConsistentRead asks for strongly consistent reads. A GSI cannot serve
+// them: the query then fails before any request.
+func (q Query[T]) ConsistentRead() Query[T] { q.consistent = true; return q }
+
+// MaxRequests caps the requests one call sends. When the cap stops a call,
+// it returns what it read with a cursor to continue, and an error matching
+// [ErrCapReached].
+func (q Query[T]) MaxRequests(n int) Query[T] { q.maxRequests = n; return q }
+
+// MaxReadUnits caps the read capacity units one call consumes, as DynamoDB
+// reports them; like MaxRequests, reaching it returns the items so far, a
+// cursor, and [ErrCapReached]. The request that crosses the cap completes.
+func (q Query[T]) MaxReadUnits(units float64) Query[T] { q.maxUnits = units; return q }
+
+// IncludeDeleted returns tombstones too: for administrative reads only.
+func (q Query[T]) IncludeDeleted() Query[T] { q.deleted = true; return q }
+
+// ReportTo adds each call's costs to *s (for All and Exists, which return no
+// Page).
+func (q Query[T]) ReportTo(s *Stats) Query[T] { q.report = s; return q }
+
+// Page is one page of a query.
+type Page[T any] struct {
+	// Items are the live items of the page, in index order.
+	Items []T
+	// Cursor continues after the last item; it is "" when the query has no
+	// more items.
+	Cursor string
+	// Stats is what the page cost.
+	Stats Stats
+}
+
+// Stats is what a call cost.
+type Stats struct {
+	Requests  int     // Query requests sent
+	Read      int     // items DynamoDB read (ScannedCount)
+	Returned  int     // live items returned to the caller
+	Filtered  int     // items DynamoDB read and filtered out: tombstones, and items the Filter rejected
+	Dropped   int     // live items read beyond the page; the next page returns them again
+	ReadUnits float64 // read capacity units consumed, as DynamoDB reports them
+}
+
+func (s *Stats) add(o Stats) {
+	s.Requests += o.Requests
+	s.Read += o.Read
+	s.Returned += o.Returned
+	s.Filtered += o.Filtered
+	s.Dropped += o.Dropped
+	s.ReadUnits += o.ReadUnits
+}
+
+// plan is a query translated for one index: everything a request needs but
+// its Limit and ExclusiveStartKey.
+type plan struct {
+	def   *keyDef
+	input dynamodb.QueryInput
+	kc    *keyCond
+	start position // from the cursor; nil at the beginning
+}
+
+// plan validates q and translates it for its index, decoding the cursor. It
+// sends nothing.
+func (q Query[T]) plan() (*plan, error) {
+	d, err := q.t.index(q.index)
+	if err != nil {
+		return nil, err
+	}
+	return q.planFor(d)
+}
+
+// planFor translates q for d. It is the only code that turns a logical query
+// into a DynamoDB request, and the only read code that looks at d.kind.
+func (q Query[T]) planFor(d *keyDef) (*plan, error) {
+	if q.limit < 0 {
+		return nil, queryErr(d.name, "Limit %d is negative", q.limit)
+	}
+	if q.consistent && d.kind == GSI {
+		return nil, queryErr(d.name, "a GSI cannot serve consistent reads; read the base table, or make the index an index table")
+	}
+	pkVal, pkTexts, err := d.partition(q.partition)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := d.sortCond(q.cond)
+	if err != nil {
+		return nil, err
+	}
+	key := expression.Key(d.pk.attr).Equal(expression.Value(pkVal))
+	if kc != nil {
+		key = key.And(kc.builder())
+	}
+	b := expression.NewBuilder().WithKeyCondition(key)
+	var filter *expression.ConditionBuilder
+	if d.filtersTombstones() && !q.deleted {
+		live := liveCondition(&q.t.opts)
+		filter = &live
+	}
+	if q.filter != nil {
+		if filter == nil {
+			filter = q.filter
+		} else {
+			both := filter.And(*q.filter)
+			filter = &both
+		}
+	}
+	if filter != nil {
+		b = b.WithFilter(*filter)
+	}
+	if len(q.project) > 0 {
+		names := slices.Clone(q.project)
+		for _, k := range d.storedKeys() {
+			if !slices.Contains(names, k.attr) {
+				names = append(names, k.attr)
+			}
+		}
+		p := expression.NamesList(expression.Name(names[0]))
+		for _, n := range names[1:] {
+			p = p.AddNames(expression.Name(n))
+		}
+		b = b.WithProjection(p)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return nil, queryErr(d.name, "%v", err)
+	}
+	p := &plan{def: d, kc: kc}
+	p.input = dynamodb.QueryInput{
+		TableName:                 aws.String(q.t.tableOf(d)),
+		KeyConditionExpression:    expr.KeyCondition(),
+		FilterExpression:          expr.Filter(),
+		ProjectionExpression:      expr.Projection(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ScanIndexForward:          aws.Bool(!q.desc),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+	if q.consistent {
+		p.input.ConsistentRead = aws.Bool(true)
+	}
+	if d.kind == GSI || d.kind == LSI {
+		p.input.IndexName = aws.String(d.physical)
+	}
+	if q.cursor != "" {
+		pos, err := decodeCursor(d, q.cursor, q.desc, &q.t.opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.checkPosition(pos, pkTexts); err != nil {
+			return nil, err
+		}
+		p.start = pos
+	}
+	return p, nil
+}
+
+// checkPosition verifies that a cursor's position lies in the query's
+// partition and satisfies its sort condition, and that it makes a valid
+// ExclusiveStartKey.
+func (p *plan) checkPosition(pos position, partition []string) error {
+	d := p.def
+	for i, c := range d.pk.parts {
+		if pos[d.slot(c.f)] != partition[i] {
+			return cursorErr(nil, "minted for another partition")
+		}
+	}
+	if p.kc != nil {
+		ord, err := d.sk.ordered(d.textOf(pos))
+		if err != nil {
+			return cursorErr(err, "position does not encode")
+		}
+		if !p.kc.match(ord) {
+			return cursorErr(nil, "position lies outside the query's sort condition")
+		}
+	}
+	if _, err := d.startKey(pos); err != nil {
+		return cursorErr(err, "position does not make a start key")
+	}
+	return nil
+}
+
+// Page reads one page: up to Limit live items (DefaultPageSize when unset)
+// and the cursor that continues after them. It reads on through tombstones
+// and filtered items until the page is full or the partition ends.
+//
+// If a cap set with MaxRequests or MaxReadUnits stops it first, Page returns
+// the page read so far, with a cursor that continues after it, and an error
+// matching [ErrCapReached].
+func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
+	p, err := q.plan()
+	if err != nil {
+		return nil, err
+	}
+	limit := q.limit
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	page, err := fill[T](ctx, q, p, limit)
+	if q.report != nil && page != nil {
+		q.report.add(page.Stats)
+	}
+	return page, err
+}
+
+// All iterates over every live item from the cursor on (at most Limit items
+// when Limit is set), reading page after page until DynamoDB returns no
+// LastEvaluatedKey. An error ends the iteration as its last element.
+func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		p, err := q.plan()
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		var stats Stats
+		defer func() {
+			if q.report != nil {
+				q.report.add(stats)
+			}
+		}()
+		pager := newPager(q, p)
+		yielded := 0
+		for {
+			if err := pager.capped(); err != nil {
+				yield(zero, err)
+				return
+			}
+			items, more, err := pager.next(ctx, 0)
+			stats.add(pager.last)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for i := range items {
+				if q.limit > 0 && yielded == q.limit {
+					return
+				}
+				var v T
+				if err := unmarshalItem(items[i], &v); err != nil {
+					yield(zero, err)
+					return
+				}
+				stats.Returned++
+				yielded++
+				if !yield(v, nil) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+		}
+	}
+}
+
+// Exists reports whether the query has at least one live item. It starts
+// with the smallest read (Limit 1) and reads on through tombstones, growing
+// the request as it learns how many there are.
+func (q Query[T]) Exists(ctx context.Context) (bool, error) {
+	p, err := q.plan()
+	if err != nil {
+		return false, err
+	}
+	page, err := fill[T](ctx, q, p, 1)
+	if q.report != nil && page != nil {
+		q.report.add(page.Stats)
+	}
+	if page != nil && len(page.Items) > 0 {
+		return true, nil
+	}
+	return false, err
+}

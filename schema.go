@@ -1,0 +1,344 @@
+package ddbindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// CreateOptions configure [Table.CreateTables].
+type CreateOptions struct {
+	// NoStream leaves the base table without a stream. By default the base
+	// table gets a NEW_AND_OLD_IMAGES stream when the model declares an index
+	// table, since the stream path keeps index tables in step.
+	NoStream bool
+	// NoTTL skips enabling TTL on index tables (for servers without TTL);
+	// tombstones then stay until removed by other means.
+	NoTTL bool
+	// WaitMinDelay and WaitMaxDelay tune the wait for tables to become
+	// active. Defaults 100 ms and 2 s (the SDK waiter's own default minimum
+	// is 20 s).
+	WaitMinDelay, WaitMaxDelay time.Duration
+	// WaitTimeout bounds the wait. Default 5 minutes.
+	WaitTimeout time.Duration
+}
+
+// CreateTables creates, from the declarations, the base table with its GSIs
+// and LSIs, and each index table; waits until they are active; and enables
+// TTL on the index tables. Tables are billed on demand. It is meant for
+// tests, examples and bootstrapping; production tables usually come from
+// infrastructure code, which [Table.CheckSchema] verifies.
+func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateOptions) error {
+	if opts.WaitMinDelay == 0 {
+		opts.WaitMinDelay = 100 * time.Millisecond
+	}
+	if opts.WaitMaxDelay == 0 {
+		opts.WaitMaxDelay = 2 * time.Second
+	}
+	if opts.WaitTimeout == 0 {
+		opts.WaitTimeout = 5 * time.Minute
+	}
+	inputs := t.CreateTableInputs(!opts.NoStream)
+	for _, in := range inputs {
+		if _, err := api.CreateTable(ctx, in); err != nil {
+			return fmt.Errorf("ddbindex: create table %s: %w", aws.ToString(in.TableName), err)
+		}
+	}
+	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = opts.WaitMinDelay, opts.WaitMaxDelay
+	})
+	for _, in := range inputs {
+		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, opts.WaitTimeout); err != nil {
+			return fmt.Errorf("ddbindex: wait for table %s: %w", aws.ToString(in.TableName), err)
+		}
+	}
+	if opts.NoTTL {
+		return nil
+	}
+	for _, d := range t.s.indexes {
+		if d.kind != IndexTable {
+			continue
+		}
+		_, err := api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName: aws.String(t.tableOf(d)),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{
+				AttributeName: aws.String(t.opts.TTLAttr), Enabled: aws.Bool(true),
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("ddbindex: enable TTL on %s: %w", t.tableOf(d), err)
+		}
+	}
+	return nil
+}
+
+// CreateTableInputs returns the CreateTable requests for the base table and
+// each index table, for callers that create tables their own way.
+func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
+	s := t.s
+	defs := map[string]types.ScalarAttributeType{}
+	schemaOf := func(d *keyDef, defs map[string]types.ScalarAttributeType) []types.KeySchemaElement {
+		ks := []types.KeySchemaElement{{AttributeName: aws.String(d.pk.attr), KeyType: types.KeyTypeHash}}
+		defs[d.pk.attr] = d.pk.scalar
+		if d.sk != nil {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(d.sk.attr), KeyType: types.KeyTypeRange})
+			defs[d.sk.attr] = d.sk.scalar
+		}
+		return ks
+	}
+	base := &dynamodb.CreateTableInput{
+		TableName:   aws.String(t.TableName()),
+		KeySchema:   schemaOf(s.base, defs),
+		BillingMode: types.BillingModePayPerRequest,
+	}
+	var tables []*dynamodb.CreateTableInput
+	hasIndexTable := false
+	for _, d := range s.indexes {
+		switch d.kind {
+		case GSI:
+			base.GlobalSecondaryIndexes = append(base.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+				IndexName: aws.String(d.physical), KeySchema: schemaOf(d, defs), Projection: d.projection(),
+			})
+		case LSI:
+			base.LocalSecondaryIndexes = append(base.LocalSecondaryIndexes, types.LocalSecondaryIndex{
+				IndexName: aws.String(d.physical), KeySchema: schemaOf(d, defs), Projection: d.projection(),
+			})
+		case IndexTable:
+			hasIndexTable = true
+			local := map[string]types.ScalarAttributeType{}
+			ks := schemaOf(d, local)
+			tables = append(tables, &dynamodb.CreateTableInput{
+				TableName:            aws.String(t.tableOf(d)),
+				KeySchema:            ks,
+				AttributeDefinitions: attrDefs(local),
+				BillingMode:          types.BillingModePayPerRequest,
+			})
+		}
+	}
+	base.AttributeDefinitions = attrDefs(defs)
+	if stream && hasIndexTable {
+		base.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+	}
+	return append([]*dynamodb.CreateTableInput{base}, tables...)
+}
+
+func attrDefs(m map[string]types.ScalarAttributeType) []types.AttributeDefinition {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]types.AttributeDefinition, len(names))
+	for i, n := range names {
+		out[i] = types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: m[n]}
+	}
+	return out
+}
+
+func (d *keyDef) projection() *types.Projection {
+	switch {
+	case d.keysOnly:
+		return &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
+	case d.project != nil:
+		return &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: slices.Clone(d.project)}
+	}
+	return &types.Projection{ProjectionType: types.ProjectionTypeAll}
+}
+
+// SchemaError lists every difference between the declarations and the live
+// tables. It matches [ErrSchemaMismatch].
+type SchemaError struct {
+	Problems []string
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("ddbindex: the live schema does not match the declarations [%s]:\n  - %s",
+		ErrSchemaMismatch.code, strings.Join(e.Problems, "\n  - "))
+}
+
+// Is makes SchemaError match ErrSchemaMismatch.
+func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch }
+
+// CheckSchema compares the declarations with the live tables (DescribeTable,
+// DescribeTimeToLive) and reports every mismatch in one *SchemaError: a
+// missing table or index, key attribute names and types (a GSI key declared
+// String whose attribute is a Number leaves items out of the index), an index
+// projection that lacks attributes the declaration projects, TTL not enabled
+// on an index table. Errors talking to DynamoDB are returned as they are.
+func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
+	var problems []string
+	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	describe := func(name string) (*types.TableDescription, error) {
+		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		var nf *types.ResourceNotFoundException
+		if errors.As(err, &nf) {
+			addf("table %s does not exist", name)
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ddbindex: describe table %s: %w", name, err)
+		}
+		return out.Table, nil
+	}
+	base, err := describe(t.TableName())
+	if err != nil {
+		return err
+	}
+	if base != nil {
+		where := "table " + t.TableName()
+		checkKeys(addf, where, t.s.base, base.KeySchema, base.AttributeDefinitions)
+		for _, d := range t.s.indexes {
+			switch d.kind {
+			case GSI, LSI:
+				ks, proj, found := findIndex(base, d)
+				if !found {
+					addf("%s has no %s named %s (index %s)", where, strings.ToUpper(d.kind.String()), d.physical, d.name)
+					continue
+				}
+				checkKeys(addf, fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.physical), d, ks, base.AttributeDefinitions)
+				checkProjection(addf, fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.physical), d, proj)
+			}
+		}
+	}
+	for _, d := range t.s.indexes {
+		if d.kind != IndexTable {
+			continue
+		}
+		name := t.tableOf(d)
+		desc, err := describe(name)
+		if err != nil {
+			return err
+		}
+		if desc == nil {
+			continue
+		}
+		checkKeys(addf, "index table "+name, d, desc.KeySchema, desc.AttributeDefinitions)
+		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
+		}
+		spec := ttl.TimeToLiveDescription
+		if spec == nil || (spec.TimeToLiveStatus != types.TimeToLiveStatusEnabled && spec.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
+			addf("index table %s: TTL is not enabled (tombstones would never expire); enable it on %s", name, t.opts.TTLAttr)
+		} else if aws.ToString(spec.AttributeName) != t.opts.TTLAttr {
+			addf("index table %s: TTL is on %s, not on %s", name, aws.ToString(spec.AttributeName), t.opts.TTLAttr)
+		}
+	}
+	if len(problems) > 0 {
+		return &SchemaError{Problems: problems}
+	}
+	return nil
+}
+
+func findIndex(desc *types.TableDescription, d *keyDef) ([]types.KeySchemaElement, *types.Projection, bool) {
+	if d.kind == GSI {
+		for _, g := range desc.GlobalSecondaryIndexes {
+			if aws.ToString(g.IndexName) == d.physical {
+				return g.KeySchema, g.Projection, true
+			}
+		}
+	} else {
+		for _, l := range desc.LocalSecondaryIndexes {
+			if aws.ToString(l.IndexName) == d.physical {
+				return l.KeySchema, l.Projection, true
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+func checkKeys(addf func(string, ...any), where string, d *keyDef, ks []types.KeySchemaElement, defs []types.AttributeDefinition) {
+	typeOf := func(attr string) types.ScalarAttributeType {
+		for _, a := range defs {
+			if aws.ToString(a.AttributeName) == attr {
+				return a.AttributeType
+			}
+		}
+		return ""
+	}
+	want := []struct {
+		k   *keyAttr
+		typ types.KeyType
+	}{{d.pk, types.KeyTypeHash}, {d.sk, types.KeyTypeRange}}
+	for _, w := range want {
+		var live *types.KeySchemaElement
+		for i := range ks {
+			if ks[i].KeyType == w.typ {
+				live = &ks[i]
+			}
+		}
+		role := "partition"
+		if w.typ == types.KeyTypeRange {
+			role = "sort"
+		}
+		switch {
+		case w.k == nil && live != nil:
+			addf("%s: has %s key %s, the declaration has none", where, role, aws.ToString(live.AttributeName))
+		case w.k == nil:
+		case live == nil:
+			addf("%s: no %s key; the declaration has %s (%s)", where, role, w.k.attr, w.k.scalar)
+		case aws.ToString(live.AttributeName) != w.k.attr:
+			addf("%s: %s key is %s, the declaration has %s", where, role, aws.ToString(live.AttributeName), w.k.attr)
+		default:
+			if lt := typeOf(w.k.attr); lt != w.k.scalar {
+				addf("%s: %s key %s is of type %s, the declaration has %s (items whose attribute has the declared type are left out of the index, or rejected)", where, role, w.k.attr, lt, w.k.scalar)
+			}
+		}
+	}
+}
+
+func checkProjection(addf func(string, ...any), where string, d *keyDef, p *types.Projection) {
+	if p == nil {
+		addf("%s: no projection described", where)
+		return
+	}
+	switch p.ProjectionType {
+	case types.ProjectionTypeAll:
+		return
+	case types.ProjectionTypeKeysOnly:
+		if !d.keysOnly {
+			addf("%s: projects keys only; the declaration reads %s", where, projectionWords(d))
+		}
+	case types.ProjectionTypeInclude:
+		if d.keysOnly {
+			return
+		}
+		if d.project == nil {
+			addf("%s: projects only %v; the declaration reads all attributes", where, p.NonKeyAttributes)
+			return
+		}
+		var missing []string
+		for _, a := range d.project {
+			if !slices.Contains(p.NonKeyAttributes, a) && !isKeyAttr(d, a) {
+				missing = append(missing, a)
+			}
+		}
+		if len(missing) > 0 {
+			addf("%s: does not project %v, which the declaration reads", where, missing)
+		}
+	}
+}
+
+func projectionWords(d *keyDef) string {
+	if d.project != nil {
+		return strings.Join(d.project, ", ")
+	}
+	return "all attributes"
+}
+
+func isKeyAttr(d *keyDef, attr string) bool {
+	for _, k := range d.storedKeys() {
+		if k.attr == attr {
+			return true
+		}
+	}
+	return false
+}
