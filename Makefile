@@ -1,0 +1,104 @@
+# Development tasks for ddbindex.
+#
+# Integration tests, examples and benchmarks run against local
+# DynamoDB-compatible servers installed from package.json into node_modules.
+# internal/withserver starts a private server on a free port for each run,
+# passes it to the command as DDBINDEX_ENDPOINT, and stops it afterwards.
+# With DDBINDEX_ENDPOINT already set (a URL, or "aws" for real DynamoDB),
+# everything runs once against that endpoint instead.
+#
+#   make test                      the whole suite against dynoxide, then dynalite
+#   make test TESTFLAGS='-run Foo' extra go test flags (GOFLAGS is passed through too)
+#   make fuzz FUZZTIME=10s         each fuzz target for FUZZTIME
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+ROOT_PKG   := github.com/ddbindex/ddbindex
+NODE_STAMP := node_modules/.ddbindex-stamp
+FUZZTIME   ?= 60s
+TESTFLAGS  ?=
+# Release 2025.1.1 of staticcheck; the module proxy knows it as v0.6.1.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
+
+export GOFLAGS
+
+ifneq ($(strip $(DDBINDEX_ENDPOINT)),)
+# withserver starts nothing when DDBINDEX_ENDPOINT is set: run once.
+TEST_SERVERS := dynoxide
+else
+TEST_SERVERS := dynoxide dynalite
+endif
+
+# WITH_SERVER starts a recipe line: it builds withserver once into a
+# temporary directory, removed when the line's shell exits, as "$$ws".
+WITH_SERVER = ws_dir=$$(mktemp -d); trap 'rm -rf "$$ws_dir"' EXIT; \
+	go build -o "$$ws_dir/withserver" ./internal/withserver; ws="$$ws_dir/withserver";
+
+.PHONY: node_modules test demo bench lint cover fuzz clean
+
+node_modules: $(NODE_STAMP)
+
+# npm ci replaces node_modules, stamp included, with exactly package-lock.json.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+test: node_modules
+	$(WITH_SERVER) for s in $(TEST_SERVERS); do \
+		"$$ws" -server "$$s" -- go test -race -count=1 $(TESTFLAGS) ./...; \
+	done
+
+demo: node_modules
+	$(WITH_SERVER) "$$ws" -server dynoxide -- \
+		sh -c 'go run ./examples/supportdesk && go run ./examples/feed'
+
+bench: node_modules
+	$(WITH_SERVER) "$$ws" -server dynoxide -- \
+		go test -run '^$$' -bench . -benchmem -count=1 $(TESTFLAGS) ./... | tee bench.txt
+
+lint:
+	@unformatted=$$(find . -path ./node_modules -prune -o -path ./.git -prune -o -name '*.go' -print | xargs -r gofmt -l); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	@sc_dir=$$(mktemp -d); trap 'rm -rf "$$sc_dir"' EXIT; \
+	if GOBIN="$$sc_dir" go install $(STATICCHECK) 2>"$$sc_dir/log"; then \
+		echo "staticcheck ./..."; "$$sc_dir/staticcheck" ./...; \
+	else \
+		echo "warning: cannot install $(STATICCHECK); skipping staticcheck:"; cat "$$sc_dir/log"; \
+	fi
+
+# Per-file statement coverage of the root package, from all tests of the
+# module. A block listed by several test binaries counts once, as covered
+# if any of them ran it.
+cover: node_modules
+	$(WITH_SERVER) "$$ws" -server dynoxide -- \
+		go test -race -count=1 -coverprofile=coverage.out -coverpkg=$(ROOT_PKG) $(TESTFLAGS) ./...
+	@awk -v pkg='$(ROOT_PKG)/' ' \
+		NR == 1 || index($$0, pkg) != 1 { next } \
+		{ split($$1, loc, ":"); f = substr(loc[1], length(pkg) + 1) } \
+		f ~ /\// { next } \
+		!($$1 in seen) { seen[$$1] = 1; stmts[f] += $$2 } \
+		$$3 > 0 && !($$1 in hit) { hit[$$1] = 1; covered[f] += $$2 } \
+		END { \
+			for (f in stmts) { \
+				printf "%-32s %6.1f%%\n", f, stmts[f] ? 100 * covered[f] / stmts[f] : 100 | "sort"; \
+				all += stmts[f]; cov += covered[f] \
+			} \
+			close("sort"); \
+			if (all == 0) { print "no statements of " pkg " in coverage.out"; exit 1 } \
+			printf "%-32s %6.1f%%\n", "total", 100 * cov / all \
+		}' coverage.out
+
+fuzz:
+	@list=$$(go test -list '^Fuzz' .); \
+	targets=$$(grep '^Fuzz' <<<"$$list" || true); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets in $(ROOT_PKG)"; exit 0; fi; \
+	for t in $$targets; do \
+		echo "go test -run '^\$$' -fuzz '^$$t\$$' -fuzztime $(FUZZTIME) ."; \
+		go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) .; \
+	done
+
+# Generated files only: node_modules stays (make node_modules refreshes it).
+clean:
+	rm -rf coverage.out bench.txt *.test testdata/fuzz-cache

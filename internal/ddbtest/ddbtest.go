@@ -1,0 +1,193 @@
+// Package ddbtest is the shared harness of ddbindex's integration tests.
+//
+// Tests find the DynamoDB endpoint in DDBINDEX_ENDPOINT, which
+// `make test` (through internal/withserver) sets to a private dynoxide or
+// dynalite server. Without it, tests that need a server skip themselves, so
+// a plain `go test ./...` runs only the unit tests. The special value "aws"
+// selects real DynamoDB with the default AWS credential chain and region.
+//
+// The package gives each test uniquely named tables that are deleted when
+// the test ends (Name, CreateTable, DeleteOnCleanup), and capability probes
+// (Require, Has) so tests of transactions, TTL or streams skip on servers
+// that do not implement them instead of failing.
+//
+// It is imported only by tests.
+package ddbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+)
+
+const (
+	// EnvEndpoint names the environment variable holding the endpoint URL,
+	// or "aws" for real DynamoDB.
+	EnvEndpoint = "DDBINDEX_ENDPOINT"
+	// EnvServer names the environment variable naming the local server
+	// ("dynoxide" or "dynalite"); it is empty for an external endpoint.
+	EnvServer = "DDBINDEX_SERVER"
+
+	// AWS is the DDBINDEX_ENDPOINT value that selects real DynamoDB.
+	AWS = "aws"
+
+	skipNoEndpoint = "integration test: set DDBINDEX_ENDPOINT or run `make test`"
+
+	// Local servers answer in milliseconds; AWS may need a few retries.
+	retryMaxAttempts = 5
+)
+
+// Endpoint returns DDBINDEX_ENDPOINT, or "" when integration tests should
+// be skipped.
+func Endpoint() string { return strings.TrimSpace(os.Getenv(EnvEndpoint)) }
+
+// Server returns DDBINDEX_SERVER, the name of the local server behind the
+// endpoint ("dynoxide" or "dynalite"), or "" if it is not known, as for an
+// external endpoint.
+func Server() string { return strings.TrimSpace(os.Getenv(EnvServer)) }
+
+// describe names the endpoint for messages.
+func describe() string {
+	s := Server()
+	if s == "" {
+		s = "unknown server"
+	}
+	return Endpoint() + " (" + s + ")"
+}
+
+// clients are built once per process: they are safe for concurrent use and
+// sharing them lets all tests reuse connections.
+var clients = sync.OnceValues(func() (*clientPair, error) {
+	ep := Endpoint()
+	if ep == "" {
+		return nil, fmt.Errorf("%s is not set", EnvEndpoint)
+	}
+	if ep == AWS {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cfg, err := config.LoadDefaultConfig(ctx,
+			config.WithRetryMode(aws.RetryModeStandard),
+			config.WithRetryMaxAttempts(retryMaxAttempts))
+		if err != nil {
+			return nil, fmt.Errorf("loading AWS configuration: %w", err)
+		}
+		if cfg.Region == "" {
+			cfg.Region = "us-east-1"
+		}
+		return &clientPair{dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg)}, nil
+	}
+	creds := credentials.NewStaticCredentialsProvider("test", "test", "")
+	return &clientPair{
+		dynamodb.New(dynamodb.Options{
+			Region:           "us-east-1",
+			Credentials:      creds,
+			BaseEndpoint:     aws.String(ep),
+			RetryMode:        aws.RetryModeStandard,
+			RetryMaxAttempts: retryMaxAttempts,
+		}),
+		dynamodbstreams.New(dynamodbstreams.Options{
+			Region:           "us-east-1",
+			Credentials:      creds,
+			BaseEndpoint:     aws.String(ep),
+			RetryMode:        aws.RetryModeStandard,
+			RetryMaxAttempts: retryMaxAttempts,
+		}),
+	}, nil
+})
+
+type clientPair struct {
+	db      *dynamodb.Client
+	streams *dynamodbstreams.Client
+}
+
+func clientsFor(tb testing.TB) *clientPair {
+	tb.Helper()
+	if Endpoint() == "" {
+		tb.Skip(skipNoEndpoint)
+	}
+	c, err := clients()
+	if err != nil {
+		tb.Fatalf("ddbtest: %v", err)
+	}
+	return c
+}
+
+// Client returns a DynamoDB client for the endpoint, or skips the test if
+// no endpoint is set. Local endpoints use the static credentials
+// "test"/"test" in us-east-1; the endpoint "aws" uses the default AWS
+// configuration. The client is shared by all tests of the process; derive
+// one with dynamodb.New(c.Options(), ...) to change options.
+func Client(tb testing.TB) *dynamodb.Client {
+	tb.Helper()
+	return clientsFor(tb).db
+}
+
+// StreamsClient is Client for DynamoDB Streams.
+func StreamsClient(tb testing.TB) *dynamodbstreams.Client {
+	tb.Helper()
+	return clientsFor(tb).streams
+}
+
+const (
+	namePrefix  = "ddbx-"
+	maxTestPart = 40
+	maxBasePart = 40
+)
+
+// Name returns a table name for base that is unique across tests and
+// processes sharing a server and valid for DynamoDB (3–255 characters of
+// [a-zA-Z0-9_.-]), such as "ddbx-TestFoo-tickets-9f3a1c2b": the prefix
+// "ddbx-", the test's name and base, sanitized and shortened, and 32
+// random bits. It does not create anything.
+func Name(tb testing.TB, base string) string {
+	tb.Helper()
+	parts := []string{namePrefix + sanitize(tb.Name(), maxTestPart)}
+	if b := sanitize(base, maxBasePart); b != "" {
+		parts = append(parts, b)
+	}
+	return strings.Join(append(parts, randomSuffix()), "-")
+}
+
+// randomSuffix returns 8 random hex digits, enough to keep names from
+// colliding between the test processes that share a server.
+func randomSuffix() string {
+	var b [4]byte
+	rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return hex.EncodeToString(b[:])
+}
+
+// sanitize maps s to table name characters, collapsing runs of anything
+// else into one '_', and truncates it to at most max bytes.
+func sanitize(s string, max int) string {
+	var b strings.Builder
+	lastBad := false
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '_' || r == '.' || r == '-'
+		switch {
+		case ok:
+			b.WriteRune(r)
+			lastBad = false
+		case !lastBad:
+			b.WriteByte('_')
+			lastBad = true
+		}
+	}
+	out := strings.Trim(b.String(), "_")
+	if len(out) > max {
+		out = strings.TrimRight(out[:max], "_.-")
+	}
+	return out
+}

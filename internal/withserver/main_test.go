@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Not parallel: a process forked by another test between freePort's
+// Listen and Close would keep the port bound until it execs.
+func TestFreePort(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port <= 0 || port > 65535 {
+		t.Fatalf("freePort() = %d", port)
+	}
+	// The port must be free again, for the server to take it.
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("port %d from freePort is not free: %v", port, err)
+	}
+	l.Close()
+}
+
+func TestExistingEndpoint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{
+		{"", false},
+		{"  ", false},
+		{"http://127.0.0.1:8000", true},
+		{"aws", true},
+	} {
+		getenv := func(k string) string {
+			if k == envEndpoint {
+				return tc.value
+			}
+			return ""
+		}
+		if _, got := existingEndpoint(getenv); got != tc.want {
+			t.Errorf("existingEndpoint with %s=%q: %v, want %v", envEndpoint, tc.value, got, tc.want)
+		}
+	}
+}
+
+func TestRunExitCode(t *testing.T) {
+	t.Parallel()
+	for script, want := range map[string]int{
+		"exit 0":                  0,
+		"exit 3":                  3,
+		`[ "$WS_TEST" = yes ]`:    0, // the extra environment reaches the command
+		"kill -TERM $$":           128 + 15,
+		"exec /nonexistent/thing": 127,
+	} {
+		if got := run([]string{"sh", "-c", script}, []string{"WS_TEST=yes"}, nil); got != want {
+			t.Errorf("run(sh -c %q) = %d, want %d", script, got, want)
+		}
+	}
+	if got := run([]string{"/nonexistent/command"}, nil, nil); got != 127 {
+		t.Errorf("run of a missing command = %d, want 127", got)
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	t.Parallel()
+	b := &tailBuffer{max: 10}
+	if got := b.String(); got != "(no output)" {
+		t.Errorf("empty tailBuffer = %q", got)
+	}
+	b.Write([]byte(strings.Repeat("a", 15)))
+	b.Write([]byte("0123456789xyz"))
+	if got := b.String(); got != "3456789xyz" {
+		t.Errorf("tailBuffer = %q, want the last 10 bytes", got)
+	}
+}
+
+func TestStopKillsGroup(t *testing.T) {
+	t.Parallel()
+	for name, script := range map[string]string{
+		"obeys SIGTERM":   "sleep 100 & wait",
+		"ignores SIGTERM": `trap "" TERM; sleep 100 & wait`, // the sleep inherits the ignored signal
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := &server{name: "fake", argv: []string{"sh", "-c", script}, grace: 300 * time.Millisecond}
+			if err := s.start(0); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // let sh start the sleep
+			pgid := s.cmd.Process.Pid
+			start := time.Now()
+			s.stop()
+			t.Logf("stopped in %v", time.Since(start))
+			// SIGKILL is delivered asynchronously: allow the rest a moment to die.
+			for wait := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+				pids := liveMembers(t, pgid)
+				if len(pids) == 0 {
+					break
+				}
+				if time.Now().After(wait) {
+					t.Fatalf("processes %v of group %d still run after stop", pids, pgid)
+				}
+			}
+		})
+	}
+}
+
+// liveMembers returns the processes of group pgid that are not zombies
+// (orphaned zombies wait for init, which may be slow to reap them).
+func liveMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(stats) == 0 {
+		t.Skipf("no /proc: %v", err)
+	}
+	var pids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) < 3 || fields[0] == "Z" || fields[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		pids = append(pids, pid)
+	}
+	return pids
+}
