@@ -155,6 +155,15 @@ type schema struct {
 	byName     map[string]*keyDef
 	attrs      map[string]bool // every attribute the model marshals
 	fields     map[string]*field
+	version    *versionField // the field tagged ddbindex:"version", if any
+}
+
+// versionField is the model's version attribute: an integer that every
+// write through ddbindex increments, and that conditions it.
+type versionField struct {
+	goName string
+	attr   string
+	index  []int
 }
 
 var schemaCache sync.Map // reflect.Type -> *schemaResult
@@ -295,6 +304,16 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		}
 		s.attrs[attr] = true
 		if !hasTag {
+			continue
+		}
+		if strings.TrimSpace(tag) == "version" {
+			if k := sf.Type.Kind(); k < reflect.Int || k > reflect.Uint64 {
+				return nil, fail(sf.Name, "", "a version field must be an integer, not %s", sf.Type)
+			}
+			if s.version != nil {
+				return nil, fail(sf.Name, "", "a second version field (the first is %s)", s.version.goName)
+			}
+			s.version = &versionField{goName: sf.Name, attr: attr, index: sf.Index}
 			continue
 		}
 		ft, ptr := sf.Type, false

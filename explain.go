@@ -1,0 +1,167 @@
+package ddbindex
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Explanation shows, without sending anything, the first request a query
+// sends, and the same query as it would run on the other index type.
+type Explanation struct {
+	// Request is the first request, as the index is declared.
+	Request Request
+	// Alternate is the first request if the index were of the other type: a
+	// GSI or LSI as an index table, an index table as a GSI. It is nil for
+	// the base table.
+	Alternate *Request
+}
+
+// Request is one DynamoDB Query request.
+type Request struct {
+	Kind  Kind
+	Input *dynamodb.QueryInput
+}
+
+// String renders the request with its placeholders resolved, e.g.
+//
+//	Query table tickets-by_status (index table)
+//	  KeyCondition: team = "TEAM-7" AND begins_with(_sk, "open#")
+//	  Filter:       attribute_not_exists(_deleted) OR _deleted <> true
+//	  Limit: 20, ScanIndexForward: false
+func (r Request) String() string {
+	in := r.Input
+	var b strings.Builder
+	target := "table " + aws.ToString(in.TableName)
+	if in.IndexName != nil {
+		target += " index " + aws.ToString(in.IndexName)
+	}
+	fmt.Fprintf(&b, "Query %s (%s)\n", target, r.Kind)
+	resolve := func(expr string) string {
+		// Longest placeholders first, so #n10 is not read as #n1 + "0".
+		names := slices.Sorted(maps.Keys(in.ExpressionAttributeNames))
+		slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
+		for _, n := range names {
+			expr = strings.ReplaceAll(expr, n, in.ExpressionAttributeNames[n])
+		}
+		vals := slices.Sorted(maps.Keys(in.ExpressionAttributeValues))
+		slices.SortStableFunc(vals, func(a, b string) int { return len(b) - len(a) })
+		for _, v := range vals {
+			expr = strings.ReplaceAll(expr, v, avString(in.ExpressionAttributeValues[v]))
+		}
+		return expr
+	}
+	fmt.Fprintf(&b, "  KeyCondition: %s\n", resolve(aws.ToString(in.KeyConditionExpression)))
+	if in.FilterExpression != nil {
+		fmt.Fprintf(&b, "  Filter:       %s\n", resolve(aws.ToString(in.FilterExpression)))
+	}
+	if in.ProjectionExpression != nil {
+		fmt.Fprintf(&b, "  Projection:   %s\n", resolve(aws.ToString(in.ProjectionExpression)))
+	}
+	if in.ExclusiveStartKey != nil {
+		keys := slices.Sorted(maps.Keys(in.ExclusiveStartKey))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + avString(in.ExclusiveStartKey[k])
+		}
+		fmt.Fprintf(&b, "  ExclusiveStartKey: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "  Limit: %d, ScanIndexForward: %t", aws.ToInt32(in.Limit), aws.ToBool(in.ScanIndexForward))
+	if aws.ToBool(in.ConsistentRead) {
+		b.WriteString(", ConsistentRead: true")
+	}
+	return b.String()
+}
+
+// Explain translates the query as Page would, and returns its first request
+// and the same query on the other index type. It sends nothing. Errors are
+// those Page would return before any request (invalid query or cursor).
+func (q Query[T]) Explain() (*Explanation, error) {
+	d, err := q.t.index(q.index)
+	if err != nil {
+		return nil, err
+	}
+	first := func(d *keyDef) (*Request, error) {
+		p, err := q.planFor(d)
+		if err != nil {
+			return nil, err
+		}
+		in := p.input
+		limit := q.limit
+		if limit == 0 {
+			limit = DefaultPageSize
+		}
+		in.Limit = aws.Int32(int32(min(limit, maxRequestItems)))
+		if p.start != nil {
+			if in.ExclusiveStartKey, err = d.startKey(p.start); err != nil {
+				return nil, cursorErr(err, "position does not make a start key")
+			}
+		}
+		return &Request{Kind: d.kind, Input: &in}, nil
+	}
+	r, err := first(d)
+	if err != nil {
+		return nil, err
+	}
+	e := &Explanation{Request: *r}
+	if alt := d.alternate(); alt != nil {
+		cq := q
+		if alt.kind == IndexTable {
+			cq.consistent = false // an index table could serve it; say what it would send
+		}
+		if e.Alternate, err = cq.first(alt, first); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (q Query[T]) first(d *keyDef, fn func(*keyDef) (*Request, error)) (*Request, error) {
+	if q.consistent && d.kind == GSI {
+		q.consistent = false
+	}
+	return fn(d)
+}
+
+// alternate returns d as the other index type would declare it: a GSI or
+// LSI as an index table (its default name, and _sk for a sort key that was
+// native), an index table as a GSI. It returns nil for the base table.
+func (d *keyDef) alternate() *keyDef {
+	s := d.schema
+	alt := *d
+	switch d.kind {
+	case BaseTable:
+		return nil
+	case GSI, LSI:
+		alt.kind = IndexTable
+		alt.physical = s.table + "-" + d.name
+		var parts []*component
+		name := "_sk"
+		if d.sk != nil {
+			parts = d.sk.parts
+			if !d.sk.native {
+				name = d.sk.attr
+			}
+		}
+		var pkParts []*component
+		if d.kind == GSI {
+			pkParts = d.pk.parts
+		}
+		suffix := baseSuffix(s.base, pkParts, parts, d.pk)
+		if len(parts)+len(suffix) > 0 {
+			alt.sk = &keyAttr{attr: name, parts: parts, suffix: suffix, scalar: types.ScalarAttributeTypeS}
+		} else {
+			alt.sk = nil
+		}
+	case IndexTable:
+		alt.kind = GSI
+		alt.physical = d.name
+	}
+	alt.slots = slotsOf(&alt, s.base)
+	return &alt
+}
