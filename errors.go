@@ -48,6 +48,11 @@ var (
 	// ErrTooManyActions: a transaction would exceed DynamoDB's 100 actions
 	// (code DDBX-602).
 	ErrTooManyActions = &codedError{"DDBX-602", "transaction exceeds 100 actions"}
+
+	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
+	// same key, an item without its key values, a malformed version
+	// (code DDBX-603). Raised before any request.
+	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 )
 
 // codedError is a sentinel with a stable code.
@@ -62,7 +67,7 @@ func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.cod
 // err's chain, or "" when there is none.
 func Code(err error) string {
 	for _, s := range []*codedError{ErrDeclaration, ErrInvalidQuery, ErrInvalidCursor, ErrNoProgress,
-		ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange, ErrTooManyActions} {
+		ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange, ErrTooManyActions, ErrInvalidWrite} {
 		if errors.Is(err, s) {
 			return s.code
 		}

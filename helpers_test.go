@@ -58,7 +58,7 @@ func putEntry[T any](t testing.TB, tb *Table[T], index string, item T, deleted b
 	require.Equal(t, IndexTable, d.kind, "putEntry writes index tables only")
 	av, texts, err := tb.marshal(&item)
 	require.NoError(t, err)
-	e, ok, err := tb.entry(d, av, texts, 1)
+	e, ok, err := tb.entry(d, av, texts, "1")
 	require.NoError(t, err)
 	if !ok {
 		return false

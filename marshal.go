@@ -3,7 +3,6 @@ package ddbindex
 import (
 	"fmt"
 	"reflect"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -72,7 +71,7 @@ func (t *Table[T]) baseKey(texts map[*field]string) (map[string]types.AttributeV
 // entry returns the index-table entry of a base item (model attributes av,
 // key texts texts) for index table d, written by the change with the given
 // version; ok is false when the item is not in d (sparse).
-func (t *Table[T]) entry(d *keyDef, av map[string]types.AttributeValue, texts map[*field]string, version uint64) (map[string]types.AttributeValue, bool, error) {
+func (t *Table[T]) entry(d *keyDef, av map[string]types.AttributeValue, texts map[*field]string, version string) (map[string]types.AttributeValue, bool, error) {
 	keys, ok, err := d.keyValues(texts)
 	if err != nil || !ok {
 		return nil, ok, err
@@ -108,6 +107,6 @@ func (t *Table[T]) entry(d *keyDef, av map[string]types.AttributeValue, texts ma
 	for k, v := range keys {
 		out[k] = v
 	}
-	out[t.opts.VersionAttr] = &types.AttributeValueMemberN{Value: strconv.FormatUint(version, 10)}
+	out[t.opts.VersionAttr] = &types.AttributeValueMemberN{Value: version}
 	return out, true, nil
 }

@@ -70,6 +70,11 @@ type Options struct {
 
 	// Now returns the current time, for tombstone expiry. Default time.Now.
 	Now func() time.Time
+
+	// WriteThrough makes Put, Delete and Move write the index tables in the
+	// same TransactWriteItems as the base item, so index tables are strongly
+	// consistent with it. Without it, a stream consumer keeps them in step.
+	WriteThrough bool
 }
 
 func (o *Options) setDefaults() {

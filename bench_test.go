@@ -1,0 +1,605 @@
+package ddbindex
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+)
+
+// This file holds the read-path benchmarks of issue 3 and the property test
+// that guards the page-fill policy they tune:
+//
+//   - BenchmarkRawSDKQuery and BenchmarkQueryOverhead: the CPU cost of one
+//     Page call against the same call made with the bare SDK, on a canned
+//     response (an in-process HTTP server), so only client-side work counts.
+//   - BenchmarkPageFill: requests and read units of five pages through
+//     tombstones, for the library and the two loops it replaces, against the
+//     local server.
+//   - TestPageFillMatchesGroundTruth: whatever the sizing policy does, pages
+//     never skip or repeat an item.
+
+// benchGSIItem is the overhead benchmarks' model: a feed read through a GSI
+// (no tombstone filter), so the library and the raw SDK send the same
+// request.
+type benchGSIItem struct {
+	_       TableSpec `ddbindex:"bench_feed"`
+	_       IndexSpec `ddbindex:"feed,type=gsi"`
+	ID      string    `dynamodbav:"id" ddbindex:"pk"`
+	Channel string    `dynamodbav:"channel" ddbindex:"feed.pk"`
+	Seq     int64     `dynamodbav:"seq" ddbindex:"feed.sk"`
+	Title   string    `dynamodbav:"title"`
+	Author  string    `dynamodbav:"author"`
+	Body    string    `dynamodbav:"body"`
+	Votes   int       `dynamodbav:"votes"`
+	Open    bool      `dynamodbav:"open"`
+	Tags    []string  `dynamodbav:"tags"`
+}
+
+// benchFeedItem is the same feed with its index declared as an index table:
+// the page-fill benchmark and test read it through tombstones.
+type benchFeedItem struct {
+	_       TableSpec `ddbindex:"bench_feed"`
+	_       IndexSpec `ddbindex:"feed,type=table"`
+	ID      string    `dynamodbav:"id" ddbindex:"pk"`
+	Channel string    `dynamodbav:"channel" ddbindex:"feed.pk"`
+	Seq     int64     `dynamodbav:"seq" ddbindex:"feed.sk"`
+	Title   string    `dynamodbav:"title"`
+	Author  string    `dynamodbav:"author"`
+	Body    string    `dynamodbav:"body"`
+	Votes   int       `dynamodbav:"votes"`
+	Open    bool      `dynamodbav:"open"`
+	Tags    []string  `dynamodbav:"tags"`
+}
+
+// benchBody pads items to about 240 bytes as DynamoDB sizes them (attribute
+// names plus values), index-table key and version attributes included.
+var benchBody = strings.Repeat("lorem ipsum dolor sit amet ", 4)[:100]
+
+func benchFields(channel string, seq int64) (id, title, author string, votes int, open bool, tags []string) {
+	id = fmt.Sprintf("item-%05d", seq)
+	return id, fmt.Sprintf("Ticket %05d: printer on floor 3 jams again", seq),
+		fmt.Sprintf("user_%04d", seq%997), int(seq % 10), seq%3 != 0,
+		[]string{"ops", "floor-" + strconv.Itoa(int(seq%7)), channel}
+}
+
+func benchNewFeedItem(channel string, seq int64) benchFeedItem {
+	id, title, author, votes, open, tags := benchFields(channel, seq)
+	return benchFeedItem{ID: id, Channel: channel, Seq: seq, Title: title, Author: author, Body: benchBody, Votes: votes, Open: open, Tags: tags}
+}
+
+func benchNewGSIItem(channel string, seq int64) benchGSIItem {
+	id, title, author, votes, open, tags := benchFields(channel, seq)
+	return benchGSIItem{ID: id, Channel: channel, Seq: seq, Title: title, Author: author, Body: benchBody, Votes: votes, Open: open, Tags: tags}
+}
+
+// benchItemSize is DynamoDB's size of an item: attribute names plus values
+// (numbers approximated by their digit count).
+func benchItemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + benchValueSize(v)
+	}
+	return n
+}
+
+func benchValueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return (len(v.Value)+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + benchValueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + benchValueSize(e)
+		}
+		return n
+	}
+	panic(fmt.Sprintf("benchValueSize: %T", v))
+}
+
+// ---- Overhead: canned response ------------------------------------------------
+
+const benchCannedItems = 25
+
+// benchJSONValue renders an attribute value in DynamoDB's JSON wire form.
+func benchJSONValue(v types.AttributeValue) any {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return map[string]any{"S": v.Value}
+	case *types.AttributeValueMemberN:
+		return map[string]any{"N": v.Value}
+	case *types.AttributeValueMemberBOOL:
+		return map[string]any{"BOOL": v.Value}
+	case *types.AttributeValueMemberNULL:
+		return map[string]any{"NULL": true}
+	case *types.AttributeValueMemberL:
+		l := make([]any, len(v.Value))
+		for i, e := range v.Value {
+			l[i] = benchJSONValue(e)
+		}
+		return map[string]any{"L": l}
+	case *types.AttributeValueMemberM:
+		m := make(map[string]any, len(v.Value))
+		for k, e := range v.Value {
+			m[k] = benchJSONValue(e)
+		}
+		return map[string]any{"M": m}
+	}
+	panic(fmt.Sprintf("benchJSONValue: %T", v))
+}
+
+// benchCannedServer serves one canned Query response, as DynamoDB sends it:
+// 25 items of about 240 bytes, Count, ScannedCount, ConsumedCapacity and no
+// LastEvaluatedKey, with the CRC32 header the SDK checks.
+func benchCannedServer(b *testing.B) (*dynamodb.Client, *httptest.Server) {
+	b.Helper()
+	tb, err := New[benchGSIItem](nil)
+	require.NoError(b, err)
+	items := make([]any, benchCannedItems)
+	size := 0
+	for i := range items {
+		av, err := tb.Marshal(benchNewGSIItem("general", int64(3000-i)))
+		require.NoError(b, err)
+		size += benchItemSize(av)
+		m := make(map[string]any, len(av))
+		for k, v := range av {
+			m[k] = benchJSONValue(v)
+		}
+		items[i] = m
+	}
+	require.InDelta(b, 240, size/benchCannedItems, 20, "item size")
+	body, err := json.Marshal(map[string]any{
+		"Count":            benchCannedItems,
+		"ScannedCount":     benchCannedItems,
+		"Items":            items,
+		"ConsumedCapacity": map[string]any{"TableName": tb.TableName(), "CapacityUnits": 1.0},
+	})
+	require.NoError(b, err)
+	sum := strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)
+	length := strconv.Itoa(len(body))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		h := w.Header()
+		h["Content-Type"] = []string{"application/x-amz-json-1.0"}
+		h["Content-Length"] = []string{length}
+		h["X-Amz-Crc32"] = []string{sum}
+		h["X-Amzn-Requestid"] = []string{"BENCH0000000000000000000000000000000000000000000000"}
+		_, _ = w.Write(body)
+	}))
+	b.Cleanup(srv.Close)
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.URL),
+		Credentials:  credentials.NewStaticCredentialsProvider("bench", "bench", ""),
+		Retryer:      aws.NopRetryer{},
+	})
+	return client, srv
+}
+
+// BenchmarkRawSDKQuery is the baseline: the Query a careful hand-written
+// caller sends for the newest 25 items of a channel, and the unmarshalling of
+// its items into the model.
+func BenchmarkRawSDKQuery(b *testing.B) {
+	client, _ := benchCannedServer(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                aws.String("bench_feed"),
+			IndexName:                aws.String("feed"),
+			KeyConditionExpression:   aws.String("#0 = :0 AND #1 > :1"),
+			ExpressionAttributeNames: map[string]string{"#0": "channel", "#1": "seq"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":0": &types.AttributeValueMemberS{Value: "general"},
+				":1": &types.AttributeValueMemberN{Value: "0"},
+			},
+			ScanIndexForward:       aws.Bool(false),
+			Limit:                  aws.Int32(benchCannedItems),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var items []benchGSIItem
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+			b.Fatal(err)
+		}
+		if len(items) != benchCannedItems {
+			b.Fatalf("%d items", len(items))
+		}
+	}
+}
+
+// BenchmarkQueryOverhead is the same read through ddbindex: plan, key
+// condition, page fill, cost report and unmarshalling.
+func BenchmarkQueryOverhead(b *testing.B) {
+	client, _ := benchCannedServer(b)
+	tb, err := New[benchGSIItem](client)
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := tb.Query("feed", "general").Where(Gt(int64(0))).Desc().Limit(benchCannedItems).Page(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Items) != benchCannedItems || page.Cursor != "" {
+			b.Fatalf("%d items, cursor %q", len(page.Items), page.Cursor)
+		}
+	}
+}
+
+// ---- Page fill: against the local server --------------------------------------
+
+const (
+	benchFillItems    = 3000
+	benchFillPages    = 5
+	benchFillPageSize = 20
+	benchFillSeed     = 20260101
+)
+
+// benchTombstones returns which of n items are tombstones: each one with
+// probability density, from a fixed seed.
+func benchTombstones(n int, density float64, seed uint64) []bool {
+	r := rand.New(rand.NewPCG(seed, uint64(density*1e6)))
+	dead := make([]bool, n)
+	for i := range dead {
+		dead[i] = r.Float64() < density
+	}
+	return dead
+}
+
+// benchLoad writes one partition of the feed index table straight into it
+// with BatchWriteItem: item i has Seq i+1, and is a tombstone when dead[i].
+func benchLoad(tb testing.TB, t *Table[benchFeedItem], channel string, dead []bool) {
+	tb.Helper()
+	ctx := context.Background()
+	d, err := t.index("feed")
+	require.NoError(tb, err)
+	name := t.tableOf(d)
+	var batch []types.WriteRequest
+	flush := func() {
+		reqs := map[string][]types.WriteRequest{name: batch}
+		for len(reqs) > 0 {
+			out, err := t.client.(*dynamodb.Client).BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+			require.NoError(tb, err)
+			reqs = out.UnprocessedItems
+		}
+		batch = batch[:0]
+	}
+	for i, isDead := range dead {
+		item := benchNewFeedItem(channel, int64(i+1))
+		av, texts, err := t.marshal(&item)
+		require.NoError(tb, err)
+		e, ok, err := t.entry(d, av, texts, "1")
+		require.NoError(tb, err)
+		require.True(tb, ok)
+		if isDead {
+			e[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+		}
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: e}})
+		if len(batch) == 25 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+// benchCost is what a run of pages cost.
+type benchCost struct {
+	requests int
+	units    float64
+	items    int // live items returned
+	pages    int // pages returned (stopping early when the cursor ends)
+}
+
+// benchRaw sends the page-fill baselines' requests: the library's own
+// request for the partition (table, key condition, tombstone filter,
+// descending), with the given Limit and start key.
+type benchRaw struct {
+	client *dynamodb.Client
+	input  dynamodb.QueryInput
+	cost   *benchCost
+}
+
+func (r *benchRaw) query(ctx context.Context, limit int, esk map[string]types.AttributeValue) (*dynamodb.QueryOutput, error) {
+	in := r.input
+	if limit > 0 {
+		in.Limit = aws.Int32(int32(limit))
+	}
+	in.ExclusiveStartKey = esk
+	out, err := r.client.Query(ctx, &in)
+	if err != nil {
+		return nil, err
+	}
+	r.cost.requests++
+	if out.ConsumedCapacity != nil {
+		r.cost.units += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+	}
+	return out, nil
+}
+
+// benchStrategy reads pages pages of size live items from the start of the
+// partition and returns what they cost.
+type benchStrategy func(ctx context.Context, t *Table[benchFeedItem], channel string) (benchCost, error)
+
+// benchLibrary is ddbindex's Page, following its cursor.
+func benchLibrary(ctx context.Context, t *Table[benchFeedItem], channel string) (benchCost, error) {
+	var c benchCost
+	cursor := ""
+	for range benchFillPages {
+		page, err := t.Query("feed", channel).Desc().Limit(benchFillPageSize).After(cursor).Page(ctx)
+		if err != nil {
+			return c, err
+		}
+		c.pages++
+		c.requests += page.Stats.Requests
+		c.units += page.Stats.ReadUnits
+		c.items += len(page.Items)
+		if cursor = page.Cursor; cursor == "" {
+			break
+		}
+	}
+	return c, nil
+}
+
+func benchRawFor(t *Table[benchFeedItem], channel string, c *benchCost) (*benchRaw, error) {
+	d, err := t.index("feed")
+	if err != nil {
+		return nil, err
+	}
+	p, err := t.Query("feed", channel).Desc().planFor(d)
+	if err != nil {
+		return nil, err
+	}
+	return &benchRaw{client: t.client.(*dynamodb.Client), input: p.input, cost: c}, nil
+}
+
+// benchNaive is the source write-up's loop: ask for the items still missing
+// (Limit = remaining) until the page is full or there is no
+// LastEvaluatedKey; the next page starts from the LastEvaluatedKey.
+func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string) (benchCost, error) {
+	var c benchCost
+	raw, err := benchRawFor(t, channel, &c)
+	if err != nil {
+		return c, err
+	}
+	var esk map[string]types.AttributeValue
+	for range benchFillPages {
+		got := 0
+		for {
+			out, err := raw.query(ctx, benchFillPageSize-got, esk)
+			if err != nil {
+				return c, err
+			}
+			got += len(out.Items)
+			esk = out.LastEvaluatedKey
+			if got >= benchFillPageSize || len(esk) == 0 {
+				break
+			}
+		}
+		c.pages++
+		c.items += got
+		if len(esk) == 0 {
+			break
+		}
+	}
+	return c, nil
+}
+
+// benchUnlimited is what guregu/dynamo does with a filter: no Limit on the
+// request, keep the first page-size live items, and start the next page from
+// the last one kept.
+func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string) (benchCost, error) {
+	var c benchCost
+	raw, err := benchRawFor(t, channel, &c)
+	if err != nil {
+		return c, err
+	}
+	d, _ := t.index("feed")
+	var esk map[string]types.AttributeValue
+	for range benchFillPages {
+		var kept []map[string]types.AttributeValue
+		for {
+			out, err := raw.query(ctx, 0, esk)
+			if err != nil {
+				return c, err
+			}
+			need := benchFillPageSize - len(kept)
+			if len(out.Items) >= need {
+				kept = append(kept, out.Items[:need]...)
+				if len(out.Items) > need || len(out.LastEvaluatedKey) > 0 {
+					last := kept[len(kept)-1]
+					esk = map[string]types.AttributeValue{d.pk.attr: last[d.pk.attr], d.sk.attr: last[d.sk.attr]}
+				} else {
+					esk = nil
+				}
+				break
+			}
+			kept = append(kept, out.Items...)
+			if esk = out.LastEvaluatedKey; len(esk) == 0 {
+				break
+			}
+		}
+		c.pages++
+		c.items += len(kept)
+		if len(esk) == 0 {
+			break
+		}
+	}
+	return c, nil
+}
+
+// BenchmarkPageFill reports, for each tombstone density and strategy, the
+// requests and read units five consecutive descending pages of 20 live items
+// cost (fewer when the partition ends first), summed over the pages and per
+// page. The data is the same for every strategy: one partition of 3,000
+// entries of about 240 bytes, tombstones spread uniformly at random with a
+// fixed seed.
+func BenchmarkPageFill(b *testing.B) {
+	t, _ := newTestTable[benchFeedItem](b)
+	ctx := context.Background()
+	strategies := []struct {
+		name string
+		run  benchStrategy
+	}{
+		{"library", benchLibrary},
+		{"naive", benchNaive},
+		{"unlimited", benchUnlimited},
+	}
+	for _, density := range []float64{0, 0.5, 0.9, 0.99} {
+		channel := fmt.Sprintf("d%g", density)
+		var load sync.Once
+		for _, s := range strategies {
+			b.Run(fmt.Sprintf("density=%g/%s", density, s.name), func(b *testing.B) {
+				load.Do(func() { benchLoad(b, t, channel, benchTombstones(benchFillItems, density, benchFillSeed)) })
+				b.ResetTimer()
+				var c benchCost
+				for b.Loop() {
+					var err error
+					if c, err = s.run(ctx, t, channel); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(c.requests), "requests/5pages")
+				b.ReportMetric(c.units, "RU/5pages")
+				b.ReportMetric(float64(c.requests)/float64(c.pages), "requests/page")
+				b.ReportMetric(c.units/float64(c.pages), "RU/page")
+				b.ReportMetric(float64(c.items), "items/5pages")
+			})
+		}
+	}
+}
+
+// ---- Correctness of page fill ------------------------------------------------
+
+// TestPageFillMatchesGroundTruth follows cursors to the end over partitions
+// with random tombstone patterns and checks the pages against the list of
+// live items: same items in the same order (nothing skipped or repeated),
+// every page full but the last, the last cursor empty.
+func TestPageFillMatchesGroundTruth(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[benchFeedItem](t)
+	ctx := context.Background()
+	const n = 400
+	type pattern struct {
+		name string
+		dead []bool
+	}
+	var patterns []pattern
+	for i, density := range []float64{0, 0.5, 0.9, 0.99, 1} {
+		patterns = append(patterns, pattern{fmt.Sprintf("uniform%g", density), benchTombstones(n, density, uint64(i+1))})
+	}
+	// Long runs of tombstones: at the start, in the middle and at the end,
+	// with a live item alone between runs.
+	runs := make([]bool, n)
+	for i := range runs {
+		runs[i] = i < 150 || (i > 151 && i < 300) || i > 330
+	}
+	patterns = append(patterns, pattern{"runs", runs})
+	for _, p := range patterns {
+		benchLoad(t, tb, p.name, p.dead)
+	}
+	// Ground truth, ascending by Seq (item i has Seq i+1).
+	truth := func(dead []bool, keep func(benchFeedItem) bool, desc bool) []string {
+		var ids []string
+		for i, isDead := range dead {
+			it := benchNewFeedItem("", int64(i+1))
+			if !isDead && keep(it) {
+				ids = append(ids, it.ID)
+			}
+		}
+		if desc {
+			slices.Reverse(ids)
+		}
+		return ids
+	}
+	all := func(benchFeedItem) bool { return true }
+	voted := func(it benchFeedItem) bool { return it.Votes >= 7 }
+	votedFilter := expression.Name("votes").GreaterThanEqual(expression.Value(7))
+
+	r := rand.New(rand.NewPCG(7, 11))
+	for _, p := range patterns {
+		for _, desc := range []bool{false, true} {
+			for _, filtered := range []bool{false, true} {
+				limits := []int{1, 20, 1 + r.IntN(25), 1 + r.IntN(25)}
+				for _, limit := range limits {
+					name := fmt.Sprintf("%s/desc=%v/filter=%v/limit=%d", p.name, desc, filtered, limit)
+					t.Run(name, func(t *testing.T) {
+						keep := all
+						q := tb.Query("feed", p.name).Limit(limit)
+						if desc {
+							q = q.Desc()
+						}
+						if filtered {
+							keep = voted
+							q = q.Filter(votedFilter)
+						}
+						want := truth(p.dead, keep, desc)
+						var got []string
+						var sizes []int
+						cursor, prev := "", ""
+						for {
+							page, err := q.After(cursor).Page(ctx)
+							require.NoError(t, err)
+							require.LessOrEqual(t, len(page.Items), limit)
+							for _, it := range page.Items {
+								require.Equal(t, p.name, it.Channel)
+								got = append(got, it.ID)
+							}
+							sizes = append(sizes, len(page.Items))
+							require.Equal(t, len(page.Items), page.Stats.Returned)
+							if page.Cursor == "" {
+								break
+							}
+							require.NotEqual(t, prev, page.Cursor, "cursor did not advance")
+							prev, cursor = page.Cursor, page.Cursor
+							require.Less(t, len(got), len(want)+1, "more items than live ones")
+						}
+						require.Equal(t, want, got, "pages concatenated")
+						// Every page is full but the last; the last may be
+						// short, or empty after a full page (the partition
+						// ended right at a page boundary).
+						for i, s := range sizes[:len(sizes)-1] {
+							require.Equal(t, limit, s, "page %d of %v", i, sizes)
+						}
+						if last := sizes[len(sizes)-1]; last == 0 && len(sizes) > 1 {
+							require.Zero(t, len(want)%limit, "an empty last page follows a full one only at a boundary")
+						}
+					})
+				}
+			}
+		}
+	}
+}
