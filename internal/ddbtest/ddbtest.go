@@ -191,3 +191,14 @@ func sanitize(s string, max int) string {
 	}
 	return out
 }
+
+// NewClient returns the shared DynamoDB client for the endpoint, for code
+// that has no testing.TB (Example functions). It panics without an endpoint:
+// the package's TestMain runs examples only when one is set.
+func NewClient() *dynamodb.Client {
+	c, err := clients()
+	if err != nil {
+		panic("ddbtest: " + err.Error() + ": examples talk to a server; set DDBINDEX_ENDPOINT or run `make test`")
+	}
+	return c.db
+}

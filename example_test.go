@@ -1,0 +1,207 @@
+package ddbindex_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
+)
+
+// TestMain runs the examples only when there is a server to run them
+// against: they are integration tests with printed output.
+func TestMain(m *testing.M) {
+	if ddbtest.Endpoint() == "" {
+		fmt.Fprintln(os.Stderr, "ddbindex: DDBINDEX_ENDPOINT is not set: integration tests skip and examples do not run (run `make test`)")
+		if err := flag.Set("test.run", "^(Test|Fuzz)"); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// Ticket is a support-desk ticket. Its base key holds the status
+// (STATUS#open#TICKET#8842), and an index table lists a team's tickets by
+// status, then by the time they were opened.
+type Ticket struct {
+	_ ddbindex.TableSpec `ddbindex:"example-tickets,pk=PK,sk=SK"`
+	_ ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+
+	Team    string    `dynamodbav:"team"    ddbindex:"pk,label=TEAM;by_status.pk"`
+	Status  string    `dynamodbav:"status"  ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
+	ID      string    `dynamodbav:"id"      ddbindex:"sk:1,label=TICKET"`
+	Opened  time.Time `dynamodbav:"opened"  ddbindex:"by_status.sk:1"`
+	Title   string    `dynamodbav:"title"`
+	Version int64     `dynamodbav:"version" ddbindex:"version"`
+}
+
+// exampleTickets creates the example's tables under unique names, with
+// index tables written through, and fills them.
+func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
+	client := ddbtest.NewClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	tickets, err := ddbindex.New[Ticket](client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return prefix + s }
+		o.WriteThrough = ddbtest.Has(ddbtest.Transactions)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = tickets.CreateTables(ctx, client, ddbindex.CreateOptions{NoTTL: !ddbtest.Has(ddbtest.TTL), NoStream: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cleanup := func() {
+		for _, in := range tickets.CreateTableInputs(false) {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
+		}
+	}
+	opened := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for i, status := range []string{"open", "open", "pending", "open", "closed", "open"} {
+		t := Ticket{Team: "TEAM-7", Status: status, ID: fmt.Sprint(8840 + i), Opened: opened.Add(time.Duration(i) * time.Hour), Title: "ticket " + fmt.Sprint(i)}
+		if _, err := tickets.Put(ctx, t); err != nil {
+			log.Fatal(err)
+		}
+		if !ddbtest.Has(ddbtest.Transactions) {
+			// Without transactions, write the index table entries the way
+			// a stream consumer would.
+			av, _ := tickets.Marshal(t)
+			if _, err := tickets.Apply(ctx, ddbindex.Change{New: av, Version: "1"}); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	return tickets, cleanup
+}
+
+// Page through a team's open tickets, oldest first, two at a time: each
+// page's cursor continues where it ended, and the last page has none.
+func ExampleQuery_Page() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	cursor := ""
+	for {
+		page, err := tickets.Query("by_status", "TEAM-7").
+			Where(ddbindex.Eq("open")).Limit(2).After(cursor).Page(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, t := range page.Items {
+			fmt.Println(t.ID, t.Status, t.Opened.Format(time.Kitchen))
+		}
+		if page.Cursor == "" {
+			break
+		}
+		cursor = page.Cursor
+	}
+	// Output:
+	// 8840 open 9:00AM
+	// 8841 open 10:00AM
+	// 8843 open 12:00PM
+	// 8845 open 2:00PM
+}
+
+// Iterate over every ticket of a team whose status comes after "closed", in
+// base-table order (status, then id).
+func ExampleQuery_All() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	for t, err := range tickets.Query("", "TEAM-7").Where(ddbindex.Gt("closed")).All(ctx) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(t.Status, t.ID)
+	}
+	// Output:
+	// open 8840
+	// open 8841
+	// open 8843
+	// open 8845
+	// pending 8842
+}
+
+// Exists reads through tombstones: a "has any?" check that DynamoDB's Limit 1
+// would get wrong when the first entry it meets is deleted.
+func ExampleQuery_Exists() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	// The team's only pending ticket is closed: its index entry becomes a
+	// tombstone.
+	pending := Ticket{Team: "TEAM-7", Status: "pending", ID: "8842", Opened: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), Version: 1}
+	closed := pending
+	closed.Status = "closed"
+	if ddbtest.Has(ddbtest.Transactions) {
+		if _, err := tickets.Move(ctx, pending, closed); err != nil {
+			log.Fatal(err)
+		}
+	} else {
+		before, _ := tickets.Marshal(pending)
+		closed.Version = 2
+		after, _ := tickets.Marshal(closed)
+		if _, err := tickets.Apply(ctx, ddbindex.Change{Old: before, Version: "2"}, ddbindex.Change{New: after, Version: "2"}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for _, status := range []string{"open", "pending", "closed"} {
+		ok, err := tickets.Query("by_status", "TEAM-7").Where(ddbindex.Eq(status)).Exists(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(status, ok)
+	}
+	// Output:
+	// open true
+	// pending false
+	// closed true
+}
+
+// Explain shows the request a query sends, and the same query on the other
+// index type: here the index table, and the GSI it could have been.
+func ExampleQuery_Explain() {
+	tickets, err := ddbindex.New[Ticket](nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := tickets.Query("by_status", "TEAM-7").Where(ddbindex.Eq("open")).Desc().Limit(20).Explain()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(e.Request)
+	fmt.Println(e.Alternate)
+	// Output:
+	// Query table example-tickets-by_status (table)
+	//   KeyCondition: (team = "TEAM-7") AND (begins_with (_sk, "open#"))
+	//   Filter:       (attribute_not_exists (_deleted)) OR (_deleted <> true)
+	//   Limit: 20, ScanIndexForward: false
+	// Query table example-tickets index by_status (gsi)
+	//   KeyCondition: (team = "TEAM-7") AND (begins_with (_sk, "open#"))
+	//   Limit: 20, ScanIndexForward: false
+}
+
+// EncodeKey joins components into one order-preserving, exact composite key.
+func ExampleEncodeKey() {
+	k, _ := ddbindex.EncodeKey("open", int64(42), "a#b")
+	p, _ := ddbindex.KeyPrefix("open")
+	fmt.Println(k)
+	fmt.Println(p)
+	// Output:
+	// open#b42#a$23b
+	// open#
+}
