@@ -1,0 +1,41 @@
+// Package ddbindex reads DynamoDB through secondary indexes without stepping
+// into DynamoDB's traps, and keeps index tables in step on the write side.
+//
+// A model is a struct. Attribute names come from its dynamodbav tags; its
+// ddbindex tags declare the base table's key and, for each index, its
+// partition and sort components. Each index has a type — GSI, LSI, or an
+// index table (a separate table that ddbindex keeps in step) — and switching
+// a GSI to an index table is a one-token change in the declaration:
+//
+//	type Ticket struct {
+//		_ ddbindex.TableSpec `ddbindex:"tickets,pk=PK,sk=SK"`
+//		_ ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,pk=GSI1PK,sk=GSI1SK"`
+//
+//		Team    string    `dynamodbav:"team"    ddbindex:"pk,label=TEAM;by_status.pk"`
+//		Status  string    `dynamodbav:"status"  ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
+//		ID      string    `dynamodbav:"id"      ddbindex:"sk:1,label=TICKET"`
+//		Opened  time.Time `dynamodbav:"opened"  ddbindex:"by_status.sk:1"`
+//	}
+//
+// One entry point, [Table.Query], serves every access pattern: a [Query.Page]
+// (Limit live items and a cursor), [Query.All] (an iterator over every live
+// item) and [Query.Exists]. Under it the library owns composite sort-key
+// assembly, exact equality on leading components (begins_with with
+// escaping), the tombstone filter, the page-fill loop (DynamoDB applies Limit
+// before the filter), strict Base64 cursors that name logical positions (so
+// they survive the GSI-to-table switch), and a guard against positions that
+// do not advance. [Query.Explain] shows the request without sending it, next
+// to the same query on the other index type.
+//
+// On the write side, [Table.Put], [Table.Delete] and [Table.Move] write base
+// items (Move changes key values in one transaction); index tables are kept
+// in step either in the same transaction ([Options].WriteThrough) or from the
+// base table's stream ([Table.Apply], [StreamConsumer], and the Lambda adapter
+// [Table.ApplyLambdaEvent]), with every entry conditioned on the version of
+// the change that wrote it. [Table.CreateTables] and [Table.CheckSchema]
+// create and verify the tables from the declarations.
+//
+// Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
+// one to map to HTTP 400) and has a stable code ([Code]); the README's error
+// reference says, per code, why it happens and what to do.
+package ddbindex
