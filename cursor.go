@@ -5,6 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"reflect"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -34,14 +38,15 @@ var cursorEncoding = base64.RawURLEncoding.Strict()
 
 // encodeCursor mints the cursor for a position in d.
 func encodeCursor(d *keyDef, pos position, desc bool, key []byte) string {
-	n := 2 + binary.MaxVarintLen64*2 + len(d.name)
+	n := 2 + stringSize(d.name) + uvarintSize(uint64(len(d.slots)))
 	for i, f := range d.slots {
-		n += 2*binary.MaxVarintLen64 + len(f.attr) + len(pos[i])
+		n += stringSize(f.attr) + stringSize(pos[i])
 	}
 	if key != nil {
 		n += macSize
 	}
-	b := make([]byte, 0, n)
+	// One buffer holds the body and, after it, its Base64 text.
+	b := make([]byte, 0, n+cursorEncoding.EncodedLen(n))
 	flags := byte(0)
 	if desc {
 		flags |= flagDesc
@@ -58,46 +63,78 @@ func encodeCursor(d *keyDef, pos position, desc bool, key []byte) string {
 		m.Write(b)
 		b = m.Sum(b)
 	}
-	return cursorEncoding.EncodeToString(b)
+	raw := len(b)
+	out := b[raw : raw+cursorEncoding.EncodedLen(raw)]
+	cursorEncoding.Encode(out, b)
+	return string(out)
 }
+
+// uvarintSize is the length of v's varint.
+func uvarintSize(v uint64) int { return max(1, (bits.Len64(v)+6)/7) }
+
+// stringSize is the length of s as appendString writes it.
+func stringSize(s string) int { return uvarintSize(uint64(len(s))) + len(s) }
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
-// cursorReader reads the fields of a decoded cursor, bounds-checked.
+// cursorReader reads the fields of a decoded cursor, bounds-checked. Its
+// methods return "" or what is wrong.
 type cursorReader struct {
 	s   string
 	off int
 }
 
-func (r *cursorReader) uvarint() (uint64, bool) {
-	v, n := binary.Uvarint([]byte(r.s[r.off:min(len(r.s), r.off+binary.MaxVarintLen64)]))
-	if n <= 0 {
-		return 0, false
+// uvarint reads a minimal unsigned varint: each value has one encoding, so
+// each position has one cursor.
+func (r *cursorReader) uvarint() (uint64, string) {
+	var v uint64
+	for i := 0; ; i++ { // ends by the 10th byte: below 0x80, or overflow
+		if r.off+i >= len(r.s) {
+			return 0, "truncated"
+		}
+		c := r.s[r.off+i]
+		if i == binary.MaxVarintLen64-1 && c > 1 {
+			return 0, "varint overflows 64 bits"
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			if c == 0 && i > 0 {
+				return 0, "non-minimal varint"
+			}
+			r.off += i + 1
+			return v, ""
+		}
 	}
-	r.off += n
-	return v, true
 }
 
-func (r *cursorReader) str() (string, bool) {
-	n, ok := r.uvarint()
-	if !ok || n > uint64(len(r.s)-r.off) {
-		return "", false
+func (r *cursorReader) str() (string, string) {
+	n, bad := r.uvarint()
+	if bad != "" {
+		return "", bad
+	}
+	if n > uint64(len(r.s)-r.off) {
+		return "", "truncated"
 	}
 	s := r.s[r.off : r.off+int(n)]
 	r.off += int(n)
-	return s, true
+	return s, ""
 }
 
 // decodeCursor strictly decodes a cursor minted for d, and returns its
-// position. It checks the size cap, the encoding, the signature, the version,
-// the order, the index, and every field's name, order and form. The caller
-// checks the position against the query's partition and condition.
+// position. It checks the size cap, the encoding (canonical: no line breaks,
+// minimal varints), the signature, the version, the order, the index, and
+// every field's name, order and form. The caller checks the position against
+// the query's partition and condition.
 func decodeCursor(d *keyDef, token string, desc bool, o *Options) (position, error) {
 	if len(token) > o.MaxCursorBytes {
 		return nil, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)
+	}
+	// The decoder skips CR and LF even in strict mode; a cursor has none.
+	if strings.ContainsAny(token, "\r\n") {
+		return nil, cursorErr(nil, "not unpadded URL-safe Base64 (line break)")
 	}
 	raw, err := cursorEncoding.DecodeString(token)
 	if err != nil {
@@ -131,38 +168,42 @@ func decodeCursor(d *keyDef, token string, desc bool, o *Options) (position, err
 		return nil, cursorErr(nil, "minted for a descending query, used in an ascending one")
 	}
 	r := cursorReader{s: string(raw), off: 2}
-	name, ok := r.str()
-	if !ok {
-		return nil, cursorErr(nil, "truncated index name")
+	name, bad := r.str()
+	if bad != "" {
+		return nil, cursorErr(nil, "index name: %s", bad)
 	}
 	if name != d.name {
-		return nil, cursorErr(nil, "minted for %s, used on %s", indexLabel(name), indexLabel(d.name))
+		return nil, cursorErr(nil, "minted for %s, used on %s", untrustedLabel(name), indexLabel(d.name))
 	}
-	count, ok := r.uvarint()
-	if !ok {
-		return nil, cursorErr(nil, "truncated field count")
+	count, bad := r.uvarint()
+	if bad != "" {
+		return nil, cursorErr(nil, "field count: %s", bad)
 	}
 	if count != uint64(len(d.slots)) {
 		return nil, cursorErr(nil, "%d fields, %s has %d", count, indexLabel(d.name), len(d.slots))
 	}
 	pos := make(position, len(d.slots))
 	for i, f := range d.slots {
-		attr, ok := r.str()
-		if !ok {
-			return nil, cursorErr(nil, "truncated at field %d", i)
+		attr, bad := r.str()
+		if bad != "" {
+			return nil, cursorErr(nil, "name of field %d: %s", i, bad)
 		}
 		if attr != f.attr {
-			return nil, cursorErr(nil, "field %d is %q, want %q", i, attr, f.attr)
+			return nil, cursorErr(nil, "field %d is %q, want %q", i, untrusted(attr), f.attr)
 		}
-		text, ok := r.str()
-		if !ok {
-			return nil, cursorErr(nil, "truncated value of %s", attr)
+		text, bad := r.str()
+		if bad != "" {
+			return nil, cursorErr(nil, "value of %s: %s", attr, bad)
 		}
-		if err := f.canon.check(text); err != nil {
+		switch f.canon.kind {
+		case encString, encCustom:
+			// Stored in a DynamoDB String.
+			if !utf8.ValidString(text) {
+				return nil, cursorErr(nil, "value of %s is not valid UTF-8", attr)
+			}
+		}
+		if err := checkText(f, text); err != nil {
 			return nil, cursorErr(err, "value of %s is not a %s", attr, f.typ)
-		}
-		if f.canon.kind == encString && !utf8.ValidString(text) {
-			return nil, cursorErr(nil, "value of %s is not valid UTF-8", attr)
 		}
 		pos[i] = text
 	}
@@ -170,4 +211,53 @@ func decodeCursor(d *keyDef, token string, desc bool, o *Options) (position, err
 		return nil, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)
 	}
 	return pos, nil
+}
+
+// checkText reports whether text is the canonical key text of a value of f.
+// A KeyTexter's text must parse back (when *T is a KeyTextParser) to a value
+// whose KeyText is text itself; a panic in that user code is an error too.
+func checkText(f *field, text string) (err error) {
+	if f.canon.kind != encCustom {
+		return f.canon.check(text)
+	}
+	v := reflect.New(f.typ)
+	p, ok := v.Interface().(KeyTextParser)
+	if !ok {
+		return nil // nothing to check it with: any text the type could have
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s panicked on the text: %v", f.typ, r)
+		}
+	}()
+	if err := p.ParseKeyText(text); err != nil {
+		return err
+	}
+	back, err := v.Elem().Interface().(KeyTexter).KeyText()
+	if err != nil {
+		return err
+	}
+	if back != text {
+		return fmt.Errorf("%q is not canonical: the value's key text is %q", untrusted(text), back)
+	}
+	return nil
+}
+
+// untrusted shortens text from a cursor for an error message (which %q then
+// quotes).
+func untrusted(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+// untrustedLabel is indexLabel for a name read from a cursor: quoted and
+// shortened, since it may hold anything.
+func untrustedLabel(name string) string {
+	if name == "" {
+		return indexLabel(name)
+	}
+	return fmt.Sprintf("index %q", untrusted(name))
 }
