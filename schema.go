@@ -148,7 +148,15 @@ func (d *keyDef) projection() *types.Projection {
 	case d.keysOnly:
 		return &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
 	case d.project != nil:
-		return &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: slices.Clone(d.project)}
+		// DynamoDB projects key attributes anyway, and refuses them among
+		// the non-key ones.
+		var nonKey []string
+		for _, a := range d.project {
+			if !isKeyAttr(d, a) {
+				nonKey = append(nonKey, a)
+			}
+		}
+		return &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: nonKey}
 	}
 	return &types.Projection{ProjectionType: types.ProjectionTypeAll}
 }
