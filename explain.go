@@ -30,9 +30,9 @@ type Request struct {
 
 // String renders the request with its placeholders resolved, e.g.
 //
-//	Query table tickets-by_status (index table)
-//	  KeyCondition: team = "TEAM-7" AND begins_with(_sk, "open#")
-//	  Filter:       attribute_not_exists(_deleted) OR _deleted <> true
+//	Query table tickets-by_status (table)
+//	  KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
+//	  Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)
 //	  Limit: 20, ScanIndexForward: false
 func (r Request) String() string {
 	in := r.Input
@@ -43,18 +43,7 @@ func (r Request) String() string {
 	}
 	fmt.Fprintf(&b, "Query %s (%s)\n", target, r.Kind)
 	resolve := func(expr string) string {
-		// Longest placeholders first, so #n10 is not read as #n1 + "0".
-		names := slices.Sorted(maps.Keys(in.ExpressionAttributeNames))
-		slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
-		for _, n := range names {
-			expr = strings.ReplaceAll(expr, n, in.ExpressionAttributeNames[n])
-		}
-		vals := slices.Sorted(maps.Keys(in.ExpressionAttributeValues))
-		slices.SortStableFunc(vals, func(a, b string) int { return len(b) - len(a) })
-		for _, v := range vals {
-			expr = strings.ReplaceAll(expr, v, avString(in.ExpressionAttributeValues[v]))
-		}
-		return expr
+		return resolveExpr(expr, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	}
 	fmt.Fprintf(&b, "  KeyCondition: %s\n", resolve(aws.ToString(in.KeyConditionExpression)))
 	if in.FilterExpression != nil {
@@ -78,6 +67,48 @@ func (r Request) String() string {
 	return b.String()
 }
 
+// exprFuncs writes the builder's "begins_with (a, b)" as "begins_with(a, b)".
+var exprFuncs = strings.NewReplacer("attribute_exists (", "attribute_exists(",
+	"attribute_not_exists (", "attribute_not_exists(", "attribute_type (", "attribute_type(",
+	"begins_with (", "begins_with(", "contains (", "contains(", "size (", "size(")
+
+// resolveExpr replaces the placeholders (#0, :0, ...) of a built expression
+// in one pass, so that a resolved name or value is never read again as a
+// placeholder: a value "o:1" stays "o:1" even when :1 is a placeholder too.
+func resolveExpr(expr string, names map[string]string, values map[string]types.AttributeValue) string {
+	var b strings.Builder
+	lit := 0 // start of the pending literal text
+	flush := func(end int) { b.WriteString(exprFuncs.Replace(expr[lit:end])) }
+	for i := 0; i < len(expr); {
+		c := expr[i]
+		if c != '#' && c != ':' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(expr) && (expr[j] == '_' || '0' <= expr[j] && expr[j] <= '9' ||
+			'a' <= expr[j] && expr[j] <= 'z' || 'A' <= expr[j] && expr[j] <= 'Z') {
+			j++
+		}
+		var sub string
+		var ok bool
+		if c == '#' {
+			sub, ok = names[expr[i:j]]
+		} else if v, has := values[expr[i:j]]; has {
+			sub, ok = avString(v), true
+		}
+		if !ok {
+			i = j
+			continue
+		}
+		flush(i)
+		b.WriteString(sub)
+		i, lit = j, j
+	}
+	flush(len(expr))
+	return b.String()
+}
+
 // Explain translates the query as Page would, and returns its first request
 // and the same query on the other index type. It sends nothing. Errors are
 // those Page would return before any request (invalid query or cursor).
@@ -86,7 +117,9 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
-	first := func(d *keyDef) (*Request, error) {
+	// first takes the query it translates: the alternate may translate a
+	// changed copy.
+	first := func(q Query[T], d *keyDef) (*Request, error) {
 		p, err := q.planFor(d)
 		if err != nil {
 			return nil, err
@@ -104,33 +137,31 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		}
 		return &Request{Kind: d.kind, Input: &in}, nil
 	}
-	r, err := first(d)
+	r, err := first(q, d)
 	if err != nil {
 		return nil, err
 	}
 	e := &Explanation{Request: *r}
 	if alt := d.alternate(); alt != nil {
 		cq := q
-		if alt.kind == IndexTable {
-			cq.consistent = false // an index table could serve it; say what it would send
+		if alt.kind == GSI {
+			// A GSI cannot serve a consistent read: show what it would send
+			// without one. (An index table serves it, and keeps it.)
+			cq.consistent = false
 		}
-		if e.Alternate, err = cq.first(alt, first); err != nil {
+		if e.Alternate, err = first(cq, alt); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
 }
 
-func (q Query[T]) first(d *keyDef, fn func(*keyDef) (*Request, error)) (*Request, error) {
-	if q.consistent && d.kind == GSI {
-		q.consistent = false
-	}
-	return fn(d)
-}
-
 // alternate returns d as the other index type would declare it: a GSI or
 // LSI as an index table (its default name, and _sk for a sort key that was
-// native), an index table as a GSI. It returns nil for the base table.
+// native), an index table as a GSI (its default name; a sort key of one
+// component that can be native, in the default _sk attribute, becomes that
+// model attribute, without the base key suffix, as the GSI declaration
+// would make it). It returns nil for the base table.
 func (d *keyDef) alternate() *keyDef {
 	s := d.schema
 	alt := *d
@@ -161,6 +192,17 @@ func (d *keyDef) alternate() *keyDef {
 	case IndexTable:
 		alt.kind = GSI
 		alt.physical = d.name
+		if d.sk != nil && d.sk.attr == "_sk" {
+			switch {
+			case len(d.sk.parts) == 0:
+				alt.sk = nil // only the base key suffix: the GSI has no sort key
+			case nativeOK(d.sk.parts):
+				sk, err := s.keyAttr(&alt, "sk", "", d.sk.parts, nil)
+				if err == nil {
+					alt.sk = sk
+				}
+			}
+		}
 	}
 	alt.slots = slotsOf(&alt, s.base)
 	return &alt

@@ -97,7 +97,9 @@ type Page[T any] struct {
 	// Items are the live items of the page, in index order.
 	Items []T
 	// Cursor continues after the last item; it is "" when the query has no
-	// more items.
+	// more items. A page that ends exactly at the last item may still carry
+	// a cursor (knowing that nothing follows would take another read): the
+	// page after it is then empty, with an empty Cursor.
 	Cursor string
 	// Stats is what the page cost.
 	Stats Stats
@@ -277,6 +279,10 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 // All iterates over every live item from the cursor on (at most Limit items
 // when Limit is set), reading page after page until DynamoDB returns no
 // LastEvaluatedKey. An error ends the iteration as its last element.
+//
+// Without a Limit each request reads as much as DynamoDB returns (1 MB); with
+// one, it asks for what is still needed, growing through tombstones as Page
+// does, so a small Limit does not read the whole partition.
 func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -285,21 +291,29 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 			yield(zero, err)
 			return
 		}
-		var stats Stats
-		defer func() {
-			if q.report != nil {
-				q.report.add(stats)
-			}
-		}()
 		pager := newPager(q, p)
 		yielded := 0
-		for {
+		defer func() {
+			if q.report != nil {
+				// Each request counts once, also when the next one failed;
+				// live items read but not yielded (beyond Limit, or after the
+				// caller stopped) are dropped.
+				s := pager.total
+				s.Returned = yielded
+				s.Dropped = s.Read - s.Filtered - yielded
+				q.report.add(s)
+			}
+		}()
+		for q.limit == 0 || yielded < q.limit {
 			if err := pager.capped(); err != nil {
 				yield(zero, err)
 				return
 			}
-			items, more, err := pager.next(ctx, 0)
-			stats.add(pager.last)
+			size := 0
+			if q.limit > 0 {
+				size = pager.requestSize(q.limit - yielded)
+			}
+			items, more, err := pager.next(ctx, size)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -313,7 +327,6 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 					yield(zero, err)
 					return
 				}
-				stats.Returned++
 				yielded++
 				if !yield(v, nil) {
 					return
