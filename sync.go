@@ -1,12 +1,13 @@
 package ddbindex
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -52,32 +53,38 @@ func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
 	if !isDecimal(c.Version) {
 		return nil, fmt.Errorf("%w: version %q is not a decimal integer", ErrInvalidWrite, c.Version)
 	}
+	if !t.hasIndexTables() {
+		return nil, nil
+	}
 	oldImg, newImg := t.liveImage(c.Old), t.liveImage(c.New)
-	var oldTexts, newTexts map[*field]string
+	var oldTexts, newTexts fieldTexts
 	var err error
 	if oldImg != nil {
-		if oldTexts, err = t.s.imageTexts(oldImg); err != nil {
+		if oldTexts, err = t.s.imageTexts(oldImg, nil, nil); err != nil {
 			return nil, err
 		}
 	}
 	if newImg != nil {
-		if newTexts, err = t.s.imageTexts(newImg); err != nil {
+		if newTexts, err = t.s.imageTexts(newImg, oldImg, oldTexts); err != nil {
 			return nil, err
 		}
 	}
-	var out []IndexWrite
+	// One version value for every entry of the change: attribute values are
+	// never modified once built.
+	version := &types.AttributeValueMemberN{Value: c.Version}
+	out := make([]IndexWrite, 0, 2)
 	for _, d := range t.s.indexes {
 		if d.kind != IndexTable {
 			continue
 		}
 		var oldE, newE map[string]types.AttributeValue
 		if oldImg != nil {
-			if oldE, _, err = t.entry(d, t.modelAttrs(oldImg), oldTexts, c.Version); err != nil {
+			if oldE, err = t.imageEntry(d, oldImg, oldTexts, version, 2); err != nil { // room to become a tombstone
 				return nil, err
 			}
 		}
 		if newImg != nil {
-			if newE, _, err = t.entry(d, t.modelAttrs(newImg), newTexts, c.Version); err != nil {
+			if newE, err = t.imageEntry(d, newImg, newTexts, version, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -92,10 +99,95 @@ func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
 				out = append(out, IndexWrite{Index: d.name, Table: table, Item: newE})
 			}
 			if oldE != nil {
-				out = append(out, IndexWrite{Index: d.name, Table: table, Tombstone: true, Item: t.tombstone(oldE)})
+				t.markTombstone(oldE) // oldE is ours: no copy needed
+				out = append(out, IndexWrite{Index: d.name, Table: table, Tombstone: true, Item: oldE})
 			}
 		}
 	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// imageEntry returns the index-table entry of d for a stored base image img
+// (key texts texts), or nil when the item is not in d (sparse), sized with
+// room for that many more attributes. It is what
+// [Table.entry] builds from a model value, built straight from the image: the
+// projected model attributes, the key fields of d and of the base table (so
+// the entry unmarshals into a model value that knows its keys, as a GSI's
+// KEYS_ONLY projection would), the base key, d's key, and the version. Key
+// fields of other indexes are left out, so a change to them does not rewrite
+// entries of indexes that do not hold them.
+func (t *Table[T]) imageEntry(d *keyDef, img map[string]types.AttributeValue, texts fieldTexts, version types.AttributeValue, room int) (map[string]types.AttributeValue, error) {
+	for _, k := range []*keyAttr{d.pk, d.sk} {
+		if k == nil {
+			continue
+		}
+		for _, cs := range [][]*component{k.parts, k.suffix} {
+			for _, c := range cs {
+				if _, has := texts.get(c.f); !has {
+					return nil, nil // sparse
+				}
+			}
+		}
+	}
+	// Size the map for what it will hold (a map that has to grow, or one
+	// much too large, is most of the cost): the attributes, d's derived key
+	// attributes, the version, and a tombstone's two.
+	n := 1 + room
+	for _, k := range []*keyAttr{d.pk, d.sk} {
+		if k != nil && !k.native {
+			n++
+		}
+	}
+	switch {
+	case d.keysOnly:
+		n += len(d.slots) + 2
+	case d.project != nil:
+		n += len(d.slots) + 2 + len(d.project)
+	default:
+		n += len(img) // the model attributes and the base key, and any GSI/LSI attributes (left out)
+	}
+	out := make(map[string]types.AttributeValue, n)
+	switch {
+	case d.keysOnly:
+	case d.project != nil:
+		for _, a := range d.project {
+			if v, has := img[a]; has {
+				out[a] = v
+			}
+		}
+	default:
+		for k, v := range img {
+			if t.s.attrs[k] {
+				out[k] = v // the key fields too: they are model attributes
+			}
+		}
+	}
+	if d.keysOnly || d.project != nil {
+		for _, f := range d.slots {
+			if v, has := img[f.attr]; has {
+				out[f.attr] = v
+			}
+		}
+	}
+	text := func(f *field) string { t, _ := texts.get(f); return t }
+	for i, k := range []*keyAttr{t.s.base.pk, t.s.base.sk, d.pk, d.sk} {
+		if k == nil {
+			continue
+		}
+		if v, has := img[k.attr]; has && i < 2 {
+			out[k.attr] = v // the base key as stored: the item's identity
+			continue
+		}
+		av, err := k.physical(text)
+		if err != nil {
+			return nil, fmt.Errorf("ddbindex: %s (%s key): %w", t.s.model, d.label(), err)
+		}
+		out[k.attr] = av
+	}
+	out[t.opts.VersionAttr] = version
 	return out, nil
 }
 
@@ -122,30 +214,16 @@ func (t *Table[T]) liveImage(img map[string]types.AttributeValue) map[string]typ
 	return img
 }
 
-// modelAttrs returns the attributes of a base image that belong to the model
-// (not derived key attributes nor ddbindex's own).
-func (t *Table[T]) modelAttrs(img map[string]types.AttributeValue) map[string]types.AttributeValue {
-	out := make(map[string]types.AttributeValue, len(img))
-	for k, v := range img {
-		if t.s.attrs[k] {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// tombstone turns an entry into its tombstone: the same entry, marked
-// deleted, expiring after the retention.
-func (t *Table[T]) tombstone(e map[string]types.AttributeValue) map[string]types.AttributeValue {
-	out := maps.Clone(e)
-	out[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
-	out[t.opts.TTLAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.opts.Now().Add(t.opts.Retention).Unix(), 10)}
-	return out
+// markTombstone turns an entry into its tombstone, in place: the same entry,
+// marked deleted, expiring after the retention.
+func (t *Table[T]) markTombstone(e map[string]types.AttributeValue) {
+	e[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+	e[t.opts.TTLAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.opts.Now().Add(t.opts.Retention).Unix(), 10)}
 }
 
 func sameKey(d *keyDef, a, b map[string]types.AttributeValue) bool {
 	for _, k := range []*keyAttr{d.pk, d.sk} {
-		if k != nil && !reflect.DeepEqual(a[k.attr], b[k.attr]) {
+		if k != nil && !avEqual(a[k.attr], b[k.attr]) {
 			return false
 		}
 	}
@@ -160,23 +238,77 @@ func sameEntry(a, b map[string]types.AttributeValue, versionAttr string) bool {
 		if k == versionAttr {
 			continue
 		}
-		if !reflect.DeepEqual(v, b[k]) {
+		w, has := b[k]
+		if !has || !avEqual(v, w) {
 			return false
 		}
 	}
 	return true
 }
 
+// avEqual reports whether two attribute values are equal, without
+// reflection for the scalar types.
+func avEqual(a, b types.AttributeValue) bool {
+	switch x := a.(type) {
+	case *types.AttributeValueMemberS:
+		y, ok := b.(*types.AttributeValueMemberS)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberN:
+		y, ok := b.(*types.AttributeValueMemberN)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberB:
+		y, ok := b.(*types.AttributeValueMemberB)
+		return ok && bytes.Equal(x.Value, y.Value)
+	case *types.AttributeValueMemberBOOL:
+		y, ok := b.(*types.AttributeValueMemberBOOL)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberNULL:
+		y, ok := b.(*types.AttributeValueMemberNULL)
+		return ok && x.Value == y.Value
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// fieldTexts are the canonical key texts of an item's key fields that have a
+// value. A slice searched linearly: models have a handful of key fields, and
+// this runs once per stream record.
+type fieldTexts []fieldText
+
+type fieldText struct {
+	f    *field
+	text string
+}
+
+func (ft fieldTexts) get(f *field) (string, bool) {
+	for i := range ft {
+		if ft[i].f == f {
+			return ft[i].text, true
+		}
+	}
+	return "", false
+}
+
 // imageTexts reads the canonical key texts of a stored item's key fields.
-func (s *schema) imageTexts(img map[string]types.AttributeValue) (map[*field]string, error) {
-	out := make(map[*field]string, len(s.fields))
+// Where prev (another image of the item, whose texts are prevTexts) holds the
+// same value, its text is reused: most changes leave most key fields alone.
+func (s *schema) imageTexts(img, prev map[string]types.AttributeValue, prevTexts fieldTexts) (fieldTexts, error) {
+	out := make(fieldTexts, 0, len(s.fields))
 	for _, f := range s.fields {
-		t, ok, err := f.textFromAV(img[f.attr])
+		av := img[f.attr]
+		if prev != nil {
+			if pv, has := prev[f.attr]; has && av != nil && avEqual(av, pv) {
+				if t, ok := prevTexts.get(f); ok {
+					out = append(out, fieldText{f, t})
+					continue
+				}
+			}
+		}
+		t, ok, err := f.textFromAV(av)
 		if err != nil {
 			return nil, fmt.Errorf("ddbindex: %s.%s: %w", s.model, f.goName, err)
 		}
 		if ok {
-			out[f] = t
+			out = append(out, fieldText{f, t})
 		}
 	}
 	return out, nil
@@ -196,6 +328,19 @@ func (f *field) textFromAV(av types.AttributeValue) (string, bool, error) {
 				return "", false, nil
 			}
 			return v.Value, true, nil
+		}
+		if f.typ == timeType {
+			// attributevalue's default decoding of a time.Time, without
+			// its reflection and allocations.
+			tm, err := time.Parse(time.RFC3339, v.Value)
+			if err != nil {
+				return "", false, fmt.Errorf("stored value does not unmarshal into %s: %w", f.typ, err)
+			}
+			if f.omitEmpty && tm.IsZero() {
+				return "", false, nil
+			}
+			t, err := f.canon.text(reflect.ValueOf(tm))
+			return t, err == nil, err
 		}
 	case *types.AttributeValueMemberN:
 		if f.canon.isNumber() {

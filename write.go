@@ -226,6 +226,9 @@ func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 // a version is expected.
 func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	expected := t.version(&item)
+	if t.s.version != nil && expected == 0 {
+		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
+	}
 	p, err := t.prepare(&item)
 	if err != nil {
 		return err
@@ -240,9 +243,6 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 		}
 	}
 	cond, what, hasCond := t.guard(expected, old, t.writeThrough())
-	if t.s.version != nil && expected == 0 {
-		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
-	}
 	var base action
 	if t.s.softDelete {
 		upd := expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
@@ -275,7 +275,13 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 		base = action{cond: what, item: types.TransactWriteItem{Delete: del}}
 	}
 	if !t.writeThrough() {
-		return t.single(ctx, "delete", base)
+		err := t.single(ctx, "delete", base)
+		if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
+			// The only condition was that the item exists (so that the
+			// update does not create it): a missing item is no error.
+			return nil
+		}
+		return err
 	}
 	idx, err := t.indexActions(Change{Old: old, Version: t.changeVersion(expected + 1)})
 	if err != nil {
@@ -289,12 +295,18 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 // a version field) and puts to at its key (condition: nothing is there), plus
 // the index-table writes in write-through mode. It returns to as written
 // (with the version from's plus one). A move to the same key is refused with
-// ErrInvalidWrite: use Put. A lost condition is a *ConflictError naming it.
+// ErrInvalidWrite (use Put), and so is a move from version 0 of a model with a
+// version field. A lost condition is a *ConflictError naming it.
 //
 // DynamoDB cannot update a key attribute in place; Move is how a ticket whose
 // status is part of its sort key changes status.
 func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	expected := t.version(&from)
+	if t.s.version != nil && expected == 0 {
+		// Without it the move would go unchecked and write version 1,
+		// taking the item's version back.
+		return to, writeErr("Move of %s needs the item's current version (it is 0)", t.s.model)
+	}
 	pf, err := t.prepare(&from)
 	if err != nil {
 		return to, err
@@ -318,7 +330,7 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	}
 	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
 	what := "the old key " + keyString(pf.key) + " exists"
-	if g, gwhat, ok := t.guard(expected, old, t.writeThrough()); ok && (t.s.version == nil || expected > 0) {
+	if g, gwhat, ok := t.guard(expected, old, t.writeThrough()); ok {
 		cond, what = cond.And(g), what+" and "+gwhat
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
@@ -362,15 +374,21 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 	if err != nil {
 		return err
 	}
+	// Check the names the update itself uses: the condition below names the
+	// partition key.
+	upd, err := expression.NewBuilder().WithUpdate(update).Build()
+	if err != nil {
+		return writeErr("%v", err)
+	}
+	for _, name := range upd.Names() {
+		if err := t.keyAttrTouched(name); err != nil {
+			return err
+		}
+	}
 	expr, err := expression.NewBuilder().WithUpdate(update).
 		WithCondition(expression.Name(t.s.base.pk.attr).AttributeExists()).Build()
 	if err != nil {
 		return writeErr("%v", err)
-	}
-	for _, name := range expr.Names() {
-		if err := t.keyAttrTouched(name); err != nil {
-			return err
-		}
 	}
 	_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
