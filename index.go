@@ -212,14 +212,20 @@ func parseSchema(t reflect.Type) (*schema, error) {
 	var decls []*indexDecl
 	var roles []roleDecl
 
-	// Blank marker fields are not among reflect.VisibleFields: list them first.
+	// Blank marker fields are not reliably among reflect.VisibleFields (two or
+	// more cancel out as same-named fields; a single one is listed): list the
+	// top-level ones first, and skip them there.
 	fields := make([]reflect.StructField, 0, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		if sf := t.Field(i); sf.Name == "_" {
 			fields = append(fields, sf)
 		}
 	}
-	fields = append(fields, reflect.VisibleFields(t)...)
+	for _, sf := range reflect.VisibleFields(t) {
+		if sf.Name != "_" || len(sf.Index) != 1 {
+			fields = append(fields, sf)
+		}
+	}
 	for _, sf := range fields {
 		tag, hasTag := sf.Tag.Lookup("ddbindex")
 		switch sf.Type {
@@ -414,7 +420,11 @@ func parseSchema(t reflect.Type) (*schema, error) {
 				}
 				return nil, fail("", def.name, "the %s has no partition component: tag a field with %s", what, roleTag(def.name, "pk"))
 			}
-			def.pk, err = s.keyAttr(def, "pk", d.pkName, pkComps, nil)
+			pkName := d.pkName
+			if def.kind == IndexTable && pkName == "" && !nativeOK(pkComps) {
+				pkName = "_pk" // the documented default for an index table's composite partition key
+			}
+			def.pk, err = s.keyAttr(def, "pk", pkName, pkComps, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -576,8 +586,8 @@ func (s *schema) checkAttributeNames() error {
 	}
 	for _, def := range append([]*keyDef{s.base}, s.indexes...) {
 		for _, k := range []*keyAttr{def.pk, def.sk} {
-			if k == nil || k.native {
-				continue
+			if k == nil || k.native || (def.kind == LSI && k == s.base.pk) {
+				continue // an LSI's partition key is the base table's, checked there
 			}
 			who := "the derived " + def.label() + " key"
 			if s.attrs[k.attr] {

@@ -202,7 +202,10 @@ func (e encoder) check(text string) error {
 		return nil
 	case encInt:
 		if e.width > 0 {
-			_, err := parseFixed(text, e.width)
+			u, err := parseFixed(text, e.width)
+			if err == nil && (u > math.MaxInt64 || (e.bits < 64 && u >= 1<<(e.bits-1))) {
+				return fmt.Errorf("%s overflows %s", text, e.typ)
+			}
 			return err
 		}
 		_, err := parseSortableInt(text, e.bits)

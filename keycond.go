@@ -223,6 +223,9 @@ func (d *keyDef) sortCond(c SortCondition) (*keyCond, error) {
 			kc.oa = p + suffixIf(loMore, Separator)
 		case opLe, opGt:
 			kc.oa = p + suffixIf(loMore, escapeByte)
+			if loMore && kc.op == opLe {
+				kc.op = opLt // <= p is SK < p$, as the table above says
+			}
 		case opBetween:
 			kc.oa = p + suffixIf(loMore, Separator)
 			hi, hiMore, err := d.bound(c.hi)
