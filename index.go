@@ -129,6 +129,9 @@ type keyAttr struct {
 	parts  []*component
 	suffix []*component // base key components appended for uniqueness and a total order
 	scalar types.ScalarAttributeType
+	// partition is true for a partition (hash) key, whose values may be
+	// 2048 bytes; a sort key's may be 1024.
+	partition bool
 }
 
 // keyDef is the declaration of the base table or of one index.
@@ -518,7 +521,7 @@ func nativeOK(comps []*component) bool {
 }
 
 func (s *schema) keyAttr(def *keyDef, part, name string, comps, suffix []*component) (*keyAttr, error) {
-	k := &keyAttr{attr: name, parts: comps, suffix: suffix, scalar: types.ScalarAttributeTypeS}
+	k := &keyAttr{attr: name, parts: comps, suffix: suffix, scalar: types.ScalarAttributeTypeS, partition: part == "pk"}
 	if name != "" {
 		return k, nil
 	}

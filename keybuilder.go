@@ -314,6 +314,9 @@ func (e encoder) numberText(text string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if a := math.Abs(f); math.IsInf(f, 0) || a >= 1e126 || (a != 0 && a < 1e-130) {
+			return "", fmt.Errorf("%g is outside the range of a DynamoDB Number (1e-130 to 1e126 in magnitude)", f)
+		}
 		return strconv.FormatFloat(f, 'g', -1, e.bits), nil
 	}
 	return "", fmt.Errorf("%s is not stored as a Number", e.typ)

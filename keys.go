@@ -172,10 +172,13 @@ func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, erro
 			}
 			return &types.AttributeValueMemberN{Value: n}, nil
 		case types.ScalarAttributeTypeB:
+			if err := k.checkSize(len(t)); err != nil {
+				return nil, err
+			}
 			return &types.AttributeValueMemberB{Value: []byte(t)}, nil
 		}
-		if t == "" {
-			return nil, fmt.Errorf("%s: an empty string cannot be a key value", c.f.attr)
+		if err := k.checkSize(len(t)); err != nil {
+			return nil, err
 		}
 		return &types.AttributeValueMemberS{Value: t}, nil
 	}
@@ -183,10 +186,32 @@ func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, erro
 	if err != nil {
 		return nil, err
 	}
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%s: an empty string cannot be a key value", k.attr)
+	if err := k.checkSize(len(b)); err != nil {
+		return nil, err
 	}
 	return &types.AttributeValueMemberS{Value: string(b)}, nil
+}
+
+// DynamoDB's limits on the size of one key attribute's value.
+const (
+	maxPartitionKeyBytes = 2048
+	maxSortKeyBytes      = 1024
+)
+
+// checkSize rejects a key value DynamoDB would refuse: empty, or over the
+// limit for its role.
+func (k *keyAttr) checkSize(n int) error {
+	if n == 0 {
+		return fmt.Errorf("%s: an empty value cannot be a key value", k.attr)
+	}
+	limit := maxSortKeyBytes
+	if k.partition {
+		limit = maxPartitionKeyBytes
+	}
+	if n > limit {
+		return fmt.Errorf("%s: %d bytes is over DynamoDB's %d-byte limit for a key value", k.attr, n, limit)
+	}
+	return nil
 }
 
 // ordered returns the key's value in a form whose byte order is DynamoDB's
