@@ -361,11 +361,13 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	return to, t.transact(ctx, "move", acts)
 }
 
-// Update applies an update expression to the item with key's key values. It
-// refuses, before any request, an update that names a key attribute or a key
-// component (DynamoDB cannot change keys in place; use [Table.Move] for base
-// keys and [Table.Put] for index keys), and in write-through mode it refuses
-// every update (the index entries need the whole new item: use Put).
+// Update applies an update expression to the item with key's key values; the
+// item must exist. It refuses, before any request, an update that names a
+// key attribute or a key component (DynamoDB cannot change keys in place; use
+// [Table.Move] for base keys and [Table.Put] for index keys), and in
+// write-through mode it refuses every update (the index entries need the
+// whole new item: use Put). With a version field, Update adds one to the
+// stored version, and when key's version is set it must equal the stored one.
 func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBuilder) error {
 	if t.writeThrough() {
 		return writeErr("Update of %s in write-through mode: index tables need the whole new item; use Put", t.s.model)
@@ -385,8 +387,24 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 			return err
 		}
 	}
-	expr, err := expression.NewBuilder().WithUpdate(update).
-		WithCondition(expression.Name(t.s.base.pk.attr).AttributeExists()).Build()
+	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
+	what := "the item exists"
+	if t.s.version != nil {
+		// Every write moves the version on, so a later Put from a copy read
+		// before this update conflicts instead of silently undoing it; with
+		// key's version set, the update is conditional on it too.
+		for _, name := range upd.Names() {
+			if name == t.s.version.attr {
+				return writeErr("Update of %s sets its version field %s, which ddbindex owns", t.s.model, name)
+			}
+		}
+		update = update.Add(expression.Name(t.s.version.attr), expression.Value(1))
+		if v := t.version(&key); v > 0 {
+			cond = cond.And(expression.Name(t.s.version.attr).Equal(expression.Value(v)))
+			what = fmt.Sprintf("the item exists with version %d", v)
+		}
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
 		return writeErr("%v", err)
 	}
@@ -395,7 +413,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	})
 	if err != nil {
-		return t.conflict("update", err, "the item exists")
+		return t.conflict("update", err, what)
 	}
 	return nil
 }
