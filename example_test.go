@@ -187,11 +187,11 @@ func ExampleQuery_Explain() {
 	fmt.Println(e.Alternate)
 	// Output:
 	// Query table example-tickets-by_status (table)
-	//   KeyCondition: (team = "TEAM-7") AND (begins_with (_sk, "open#"))
-	//   Filter:       (attribute_not_exists (_deleted)) OR (_deleted <> true)
+	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
+	//   Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)
 	//   Limit: 20, ScanIndexForward: false
 	// Query table example-tickets index by_status (gsi)
-	//   KeyCondition: (team = "TEAM-7") AND (begins_with (_sk, "open#"))
+	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
 	//   Limit: 20, ScanIndexForward: false
 }
 

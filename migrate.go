@@ -167,7 +167,7 @@ func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparis
 			if err != nil {
 				return nil, err
 			}
-			page, err := fill(ctx, cq, p, limit)
+			page, err := fill(ctx, cq, p, limit, true)
 			if err != nil {
 				return nil, err
 			}

@@ -143,34 +143,41 @@ func (pg *pager[T]) cursor(pos position) string {
 }
 
 // fill reads one page of up to limit live items.
-func fill[T any](ctx context.Context, q Query[T], p *plan, limit int) (*Page[T], error) {
+func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool) (*Page[T], error) {
 	pg := newPager(q, p)
+	want := limit
+	if peek {
+		// One live item beyond the page tells whether another page exists:
+		// the cursor is then "" exactly when nothing live follows, so no
+		// call ends on an empty page, and page boundaries depend on the
+		// live items alone (a GSI and an index table agree on them).
+		want++
+	}
 	var raw []map[string]types.AttributeValue
 	var capErr error
 	var end position
-	for {
+	more := true
+	for len(raw) < want && more {
 		if err := pg.capped(); err != nil {
-			capErr, end = err, pg.pos
-			break
-		}
-		need := limit - len(raw)
-		items, more, err := pg.next(ctx, pg.requestSize(need))
-		if err != nil {
-			return nil, err
-		}
-		if len(items) >= need {
-			raw = append(raw, items[:need]...)
-			pg.total.Dropped += len(items) - need
-			if len(items) > need || more {
-				if end, err = p.def.positionOf(raw[len(raw)-1]); err != nil {
-					return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
-				}
+			if len(raw) < limit {
+				capErr, end = err, pg.pos
 			}
 			break
 		}
+		var items []map[string]types.AttributeValue
+		var err error
+		items, more, err = pg.next(ctx, pg.requestSize(want-len(raw)))
+		if err != nil {
+			return nil, err
+		}
 		raw = append(raw, items...)
-		if !more {
-			break
+	}
+	if len(raw) > limit || (len(raw) == limit && more && capErr == nil) {
+		pg.total.Dropped += len(raw) - limit
+		raw = raw[:limit]
+		var err error
+		if end, err = p.def.positionOf(raw[limit-1]); err != nil {
+			return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
 		}
 	}
 	page := &Page[T]{Items: make([]T, 0, len(raw))}

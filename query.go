@@ -269,7 +269,7 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	page, err := fill[T](ctx, q, p, limit)
+	page, err := fill[T](ctx, q, p, limit, true)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
@@ -347,7 +347,7 @@ func (q Query[T]) Exists(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	page, err := fill[T](ctx, q, p, 1)
+	page, err := fill[T](ctx, q, p, 1, false)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
