@@ -710,10 +710,8 @@ func TestCursorPageAfterLast(t *testing.T) {
 					}
 					cursor = pa.Cursor
 				}
+				require.Empty(t, cursor, "the last page, full as it is, has no cursor: nothing live follows")
 				lastItem := encodeCursor(d, curxPos(t, env.a, d, ordered[len(ordered)-1]), desc, nil)
-				if cursor != "" {
-					require.Equal(t, lastItem, cursor, "the last page's cursor names its last item")
-				}
 				for range 2 {
 					pa, pb := read(lastItem)
 					require.Empty(t, pa.Items)
