@@ -47,7 +47,8 @@ type pager[T any] struct {
 	q     Query[T]
 	p     *plan
 	esk   map[string]types.AttributeValue
-	pos   position // the position the next request starts after; nil at the start
+	pos   position            // the position the next request starts after; nil at the start
+	seen  map[string]struct{} // every position of this call, to catch cycles
 	total Stats
 	last  Stats // the costs of the last request
 }
@@ -130,8 +131,31 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 	if pg.pos != nil && slices.Equal(pos, pg.pos) {
 		return nil, false, fmt.Errorf("%w: %s answered with LastEvaluatedKey equal to the ExclusiveStartKey it was sent", ErrNoProgress, indexLabel(pg.p.def.name))
 	}
+	// A position met before means a cycle (A, B, A, ...): as endless as
+	// standing still.
+	if pg.seen == nil {
+		pg.seen = map[string]struct{}{}
+		if pg.pos != nil {
+			pg.seen[positionKey(pg.pos)] = struct{}{}
+		}
+	}
+	k := positionKey(pos)
+	if _, again := pg.seen[k]; again {
+		return nil, false, fmt.Errorf("%w: %s answered with a LastEvaluatedKey it had already answered in this call", ErrNoProgress, indexLabel(pg.p.def.name))
+	}
+	pg.seen[k] = struct{}{}
 	pg.pos, pg.esk = pos, out.LastEvaluatedKey
 	return out.Items, true, nil
+}
+
+// positionKey is a position as one map key (texts length-prefixed, since
+// they may hold any byte).
+func positionKey(pos position) string {
+	var b []byte
+	for _, t := range pos {
+		b = appendString(b, t)
+	}
+	return string(b)
 }
 
 // cursor mints the cursor for a position, or "" for none.
