@@ -64,13 +64,20 @@ func newPager[T any](q Query[T], p *plan) *pager[T] {
 // capped returns a *CapError when a per-call cap forbids another request.
 func (pg *pager[T]) capped() error {
 	q := pg.q
+	var ce *CapError
 	switch {
 	case q.maxRequests > 0 && pg.total.Requests >= q.maxRequests:
-		return &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(pg.total.Requests), Cursor: pg.cursor(pg.pos)}
+		ce = &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(pg.total.Requests)}
 	case q.maxUnits > 0 && pg.total.ReadUnits >= q.maxUnits:
-		return &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: pg.total.ReadUnits, Cursor: pg.cursor(pg.pos)}
+		ce = &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: pg.total.ReadUnits}
+	default:
+		return nil
 	}
-	return nil
+	var err error
+	if ce.Cursor, err = pg.cursor(pg.pos); err != nil {
+		return err
+	}
+	return ce
 }
 
 // requestSize picks the Limit for a request that still needs need live
@@ -159,11 +166,16 @@ func positionKey(pos position) string {
 }
 
 // cursor mints the cursor for a position, or "" for none.
-func (pg *pager[T]) cursor(pos position) string {
+func (pg *pager[T]) cursor(pos position) (string, error) {
 	if pos == nil {
-		return ""
+		return "", nil
 	}
-	return encodeCursor(pg.p.def, pos, pg.q.desc, pg.q.t.opts.CursorKey)
+	c := encodeCursor(pg.p.def, pos, pg.q.desc, pg.q.t.opts.CursorKey)
+	if max := pg.q.t.opts.MaxCursorBytes; len(c) > max {
+		// Minting it would hand the caller a cursor the next call refuses.
+		return "", queryErr(pg.p.def.name, "the cursor after this page is %d bytes, over Options.MaxCursorBytes (%d): raise it for keys this long", len(c), max)
+	}
+	return c, nil
 }
 
 // fill reads one page of up to limit live items.
@@ -210,7 +222,10 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool)
 	}
 	pg.total.Returned = len(page.Items)
 	page.Stats = pg.total
-	page.Cursor = pg.cursor(end)
+	var err error
+	if page.Cursor, err = pg.cursor(end); err != nil {
+		return nil, err
+	}
 	return page, capErr
 }
 

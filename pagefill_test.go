@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -49,4 +50,26 @@ func TestPageFillCycleGuard(t *testing.T) {
 		require.Nil(t, p)
 		require.Equal(t, n+1, c.calls, "stops at the first repeated position")
 	}
+}
+
+// pfLong is a model whose keys can be long.
+type pfLong struct {
+	_  TableSpec `ddbindex:"pf-long"`
+	PK string    `dynamodbav:"pk" ddbindex:"pk"`
+	SK string    `dynamodbav:"sk" ddbindex:"sk"`
+}
+
+// TestPageFillRefusesToMintOversizedCursor: a page whose cursor would be over
+// Options.MaxCursorBytes fails, saying so, instead of handing out a cursor the
+// next call would refuse.
+func TestPageFillRefusesToMintOversizedCursor(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[pfLong](t, func(o *Options) { o.MaxCursorBytes = 200 })
+	putBase(t, tb, pfLong{PK: "p", SK: strings.Repeat("a", 100)}, pfLong{PK: "p", SK: strings.Repeat("b", 300)}, pfLong{PK: "p", SK: "c"})
+	p, err := tb.Query("", "p").Limit(1).Page(context.Background())
+	require.NoError(t, err, "a 100-byte key makes a cursor under 200 bytes")
+	require.NotEmpty(t, p.Cursor)
+	_, err = tb.Query("", "p").Limit(1).After(p.Cursor).Page(context.Background())
+	require.ErrorIs(t, err, ErrInvalidQuery)
+	require.Contains(t, err.Error(), "over Options.MaxCursorBytes (200)")
 }

@@ -64,8 +64,9 @@ type Options struct {
 	// CursorKey, when set, signs cursors with HMAC-SHA256; unsigned or wrongly
 	// signed cursors are then rejected.
 	CursorKey []byte
-	// MaxCursorBytes caps the length of a cursor accepted from a caller.
-	// Default 1024.
+	// MaxCursorBytes caps the length of a cursor accepted from a caller;
+	// a call that would mint a longer one fails instead (ErrInvalidQuery).
+	// Default 4096, enough for keys of a few hundred bytes.
 	MaxCursorBytes int
 
 	// Now returns the current time, for tombstone expiry. Default time.Now.
@@ -94,7 +95,7 @@ func (o *Options) setDefaults() {
 		o.Retention = 7 * 24 * time.Hour
 	}
 	if o.MaxCursorBytes == 0 {
-		o.MaxCursorBytes = 1024
+		o.MaxCursorBytes = 4096
 	}
 	if o.Now == nil {
 		o.Now = time.Now
