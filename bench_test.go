@@ -397,11 +397,9 @@ func benchLoad(tb testing.TB, t *Table[benchFeedItem], channel string, dead []bo
 	}
 	for i, isDead := range dead {
 		item := benchNewFeedItem(channel, int64(i+1))
-		av, texts, err := t.marshal(&item)
+		e, err := t.entryOf(d, item, "1")
 		require.NoError(tb, err)
-		e, ok, err := t.entry(d, av, texts, "1")
-		require.NoError(tb, err)
-		require.True(tb, ok)
+		require.NotNil(tb, e)
 		if isDead {
 			e[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
 		}

@@ -68,45 +68,17 @@ func (t *Table[T]) baseKey(texts map[*field]string) (map[string]types.AttributeV
 	return keys, nil
 }
 
-// entry returns the index-table entry of a base item (model attributes av,
-// key texts texts) for index table d, written by the change with the given
-// version; ok is false when the item is not in d (sparse).
-func (t *Table[T]) entry(d *keyDef, av map[string]types.AttributeValue, texts map[*field]string, version string) (map[string]types.AttributeValue, bool, error) {
-	keys, ok, err := d.keyValues(texts)
-	if err != nil || !ok {
-		return nil, ok, err
-	}
-	out := make(map[string]types.AttributeValue, len(av)+4)
-	switch {
-	case d.keysOnly:
-	case d.project != nil:
-		for _, a := range d.project {
-			if v, has := av[a]; has {
-				out[a] = v
-			}
-		}
-	default:
-		for k, v := range av {
-			out[k] = v
-		}
-	}
-	// Key component fields are always there, so the entry unmarshals into a
-	// model value that knows its keys.
-	for f := range texts {
-		if v, has := av[f.attr]; has {
-			out[f.attr] = v
-		}
-	}
-	base, err := t.baseKey(texts)
+// entryOf returns the entry of item in index table d, exactly as the write
+// path writes it for a change of the given version, or nil when the item is
+// not in d (sparse).
+func (t *Table[T]) entryOf(d *keyDef, item T, version string) (map[string]types.AttributeValue, error) {
+	img, err := t.Marshal(item)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	for k, v := range base {
-		out[k] = v
+	texts, err := t.s.imageTexts(img, nil, nil)
+	if err != nil {
+		return nil, err
 	}
-	for k, v := range keys {
-		out[k] = v
-	}
-	out[t.opts.VersionAttr] = &types.AttributeValueMemberN{Value: version}
-	return out, true, nil
+	return t.imageEntry(d, img, texts, &types.AttributeValueMemberN{Value: version}, 2)
 }
