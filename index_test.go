@@ -889,3 +889,72 @@ func TestSchemaOmitEmptyIsSparse(t *testing.T) {
 	_, _, err = s.base.keyValues(texts)
 	assert.ErrorContains(t, err, "has no value")
 }
+
+// ixBlobItem has []byte key components: native Binary keys, and a []byte in
+// a derived composite sort key (whose base suffix is a []byte too).
+type ixBlobItem struct {
+	_      TableSpec `ddbindex:"ix_blob"`
+	_      IndexSpec `ddbindex:"by_digest,type=gsi"`
+	_      IndexSpec `ddbindex:"by_kind,type=gsi,sk=GK"`
+	ID     []byte    `dynamodbav:"id" ddbindex:"pk"`
+	Digest []byte    `dynamodbav:"digest" ddbindex:"by_digest.pk"`
+	Kind   string    `dynamodbav:"kind" ddbindex:"by_kind.pk"`
+	Tag    []byte    `dynamodbav:"tag" ddbindex:"by_kind.sk:0"`
+}
+
+// A []byte is a native Binary key on its own, raw bytes; inside a composite
+// String it is upper-case hex, two digits a byte, so it may hold any byte.
+// A string key component must be valid UTF-8.
+func TestSchemaBytesKeys(t *testing.T) {
+	s, err := schemaFor(reflect.TypeFor[ixBlobItem]())
+	require.NoError(t, err)
+	base, digest, kind := s.base, s.byName["by_digest"], s.byName["by_kind"]
+	assert.True(t, base.pk.native)
+	assert.Equal(t, types.ScalarAttributeTypeB, base.pk.scalar)
+	assert.True(t, digest.pk.native)
+	assert.Equal(t, types.ScalarAttributeTypeB, digest.pk.scalar)
+	assert.False(t, kind.sk.native)
+	assert.Equal(t, types.ScalarAttributeTypeS, kind.sk.scalar)
+	assert.Equal(t, []string{"tag"}, ixAttrs(kind.sk.parts))
+	assert.Equal(t, []string{"id"}, ixAttrs(kind.sk.suffix))
+
+	it := ixBlobItem{ID: []byte{0xff, 0x00}, Digest: []byte{0xde, 0xad}, Kind: "k", Tag: []byte("a#")}
+	texts, err := s.itemTexts(reflect.ValueOf(it))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		d    *keyDef
+		want map[string]types.AttributeValue
+	}{
+		{base, map[string]types.AttributeValue{"id": &types.AttributeValueMemberB{Value: []byte{0xff, 0x00}}}},
+		{digest, map[string]types.AttributeValue{"digest": &types.AttributeValueMemberB{Value: []byte{0xde, 0xad}}}},
+		{kind, map[string]types.AttributeValue{
+			"kind": &types.AttributeValueMemberS{Value: "k"},
+			"GK":   &types.AttributeValueMemberS{Value: "6123#FF00"},
+		}},
+	} {
+		vals, ok, err := tc.d.keyValues(texts)
+		require.NoError(t, err, tc.d.label())
+		require.True(t, ok)
+		assert.Equal(t, tc.want, vals, tc.d.label())
+	}
+	// Reading the GSI's keys back gives the raw bytes.
+	pos, err := kind.positionOf(map[string]types.AttributeValue{
+		"kind": &types.AttributeValueMemberS{Value: "k"},
+		"GK":   &types.AttributeValueMemberS{Value: "6123#FF00"},
+		"id":   &types.AttributeValueMemberB{Value: []byte{0xff, 0x00}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, position{"k", "a#", "\xff\x00"}, pos)
+
+	// A string that is not valid UTF-8 is no key; the same bytes in a
+	// []byte are.
+	it.Kind = "k\xff"
+	texts, err = s.itemTexts(reflect.ValueOf(it))
+	require.NoError(t, err)
+	_, _, err = kind.keyValues(texts)
+	assert.ErrorIs(t, err, errInvalidUTF8)
+	assert.ErrorContains(t, err, "kind")
+	_, ok, err := base.keyValues(texts)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // This file owns the composite key encoding: how one component value becomes
@@ -17,8 +18,10 @@ import (
 // The scheme (see the README, "Composite keys"):
 //
 //   - components are joined with '#' (0x23);
-//   - inside a component, every byte 0x00–0x24 ('$' included) is written as
-//     '$' followed by two upper-case hex digits; every other byte is kept;
+//   - inside a string component (which must be valid UTF-8), every byte
+//     0x00–0x24 ('$' included) is written as '$' followed by two upper-case
+//     hex digits; every other byte is kept;
+//   - a []byte component is written as upper-case hex, two digits a byte;
 //   - numbers and times have a text form that sorts as they do, and that never
 //     contains a byte that needs escaping.
 //
@@ -36,7 +39,7 @@ const escapeByte = '$'
 // KeyTexter is implemented by types that provide their own key text. The text
 // must sort (bytewise, as UTF-8) exactly as the values do, and distinct values
 // must have distinct texts. It is escaped like any string component, so it may
-// contain any bytes.
+// contain any character, but like a string it must be valid UTF-8.
 type KeyTexter interface {
 	KeyText() (string, error)
 }
@@ -55,6 +58,7 @@ var (
 	errNegative    = errors.New("negative values do not fit a fixed-width decimal")
 	errMalformed   = errors.New("malformed key text")
 	errUnsupported = errors.New("unsupported component type")
+	errInvalidUTF8 = errors.New("not valid UTF-8, which a DynamoDB String needs")
 )
 
 // encKind is the family of a component's text form.
@@ -148,21 +152,54 @@ func (e encoder) isNumber() bool {
 	return e.kind == encInt || e.kind == encUint || e.kind == encFloat
 }
 
-// appendKey appends v's key text, escaped for a composite key.
+// appendKey appends v's key text, encoded for a composite key.
 func (e encoder) appendKey(buf []byte, v reflect.Value) ([]byte, error) {
 	switch e.kind {
 	case encString:
-		return appendEscaped(buf, v.String()), nil
+		return e.appendText(buf, v.String())
 	case encBytes:
-		return appendEscapedBytes(buf, v.Bytes()), nil
+		return appendHex(buf, v.Bytes()), nil
 	case encCustom:
 		s, err := v.Interface().(KeyTexter).KeyText()
 		if err != nil {
 			return buf, err
 		}
-		return appendEscaped(buf, s), nil
+		return e.appendText(buf, s)
 	}
 	return e.appendPlain(buf, v)
+}
+
+// appendText appends a component's key text, encoded for a composite key:
+// strings (and KeyTexter texts) escaped, which needs valid UTF-8 since a
+// DynamoDB String holds nothing else (the SDK would silently replace bad
+// bytes, merging distinct keys); bytes as upper-case hex, two digits a
+// byte, which keeps their order and any byte; numbers and times as they
+// are.
+func (e encoder) appendText(buf []byte, text string) ([]byte, error) {
+	switch e.kind {
+	case encString, encCustom:
+		if !utf8.ValidString(text) {
+			return buf, errInvalidUTF8
+		}
+		return appendEscaped(buf, text), nil
+	case encBytes:
+		return appendHex(buf, []byte(text)), nil
+	}
+	return append(buf, text...), nil
+}
+
+// componentText reverses appendText for one encoded component. Like
+// appendText it refuses a string (or KeyTexter text) that is not valid
+// UTF-8: appendText could not have written it.
+func (e encoder) componentText(enc string) (string, error) {
+	if e.kind == encBytes {
+		return parseHex(enc)
+	}
+	s, err := unescape(enc)
+	if err == nil && (e.kind == encString || e.kind == encCustom) && !utf8.ValidString(s) {
+		return "", fmt.Errorf("%w: %w", errMalformed, errInvalidUTF8)
+	}
+	return s, err
 }
 
 // appendPlain appends the text of a number or time; such texts never need
@@ -618,15 +655,30 @@ func appendEscaped(buf []byte, s string) []byte {
 	return append(buf, s[start:]...)
 }
 
-func appendEscapedBytes(buf []byte, s []byte) []byte {
+// appendHex appends the bytes as upper-case hex, two digits a byte: the
+// composite form of a []byte component.
+func appendHex(buf []byte, s []byte) []byte {
 	for _, c := range s {
-		if needsEscape(c) {
-			buf = append(buf, escapeByte, hexUpper[c>>4], hexUpper[c&0xF])
-		} else {
-			buf = append(buf, c)
-		}
+		buf = append(buf, hexUpper[c>>4], hexUpper[c&0xF])
 	}
 	return buf
+}
+
+// parseHex reverses appendHex, rejecting anything appendHex could not have
+// written.
+func parseHex(s string) (string, error) {
+	if len(s)%2 != 0 {
+		return "", fmt.Errorf("odd-length hex %q: %w", s, errMalformed)
+	}
+	b := make([]byte, len(s)/2)
+	for i := range b {
+		hi, lo := unhex(s[2*i]), unhex(s[2*i+1])
+		if hi < 0 || lo < 0 {
+			return "", fmt.Errorf("bad hex %q: %w", s, errMalformed)
+		}
+		b[i] = byte(hi<<4 | lo)
+	}
+	return string(b), nil
 }
 
 // unescape reverses appendEscaped. It rejects text that appendEscaped could not
@@ -680,6 +732,10 @@ func unhex(c byte) int {
 	return -1
 }
 
+// splitRaw splits an encoded composite key at its separators, leaving each
+// component encoded.
+func splitRaw(key string) []string { return strings.Split(key, string(Separator)) }
+
 // splitKey splits an encoded composite key into its unescaped component texts.
 func splitKey(key string) ([]string, error) {
 	n := strings.Count(key, string(Separator)) + 1
@@ -705,9 +761,10 @@ func splitKey(key string) ([]string, error) {
 // ---- the exported helpers ----------------------------------------------------
 
 // EncodeKey encodes components into one composite key string with their default
-// formats: strings as they are (bytes 0x00-0x24 escaped), integers and floats
-// in the full-range order-preserving form, times as fixed-width RFC 3339 in
-// UTC. The byte order of the results equals the component-wise order of the
+// formats: strings as they are (bytes 0x00-0x24 escaped; a string that is not
+// valid UTF-8 is an error), []byte as upper-case hex, integers and floats in
+// the full-range order-preserving form, times as fixed-width RFC 3339 in UTC.
+// The byte order of the results equals the component-wise order of the
 // inputs, component types being equal position by position.
 //
 //	EncodeKey("open", int64(42), "TICKET#8842") == "open#b42#TICKET$238842"
@@ -749,6 +806,9 @@ func appendComponents(b []byte, components []any) ([]byte, error) {
 func appendAny(b []byte, c any) ([]byte, error) {
 	switch v := c.(type) {
 	case string:
+		if !utf8.ValidString(v) {
+			return b, errInvalidUTF8
+		}
 		return appendEscaped(b, v), nil
 	case int64:
 		return appendInt(b, v, 0)
@@ -758,6 +818,9 @@ func appendAny(b []byte, c any) ([]byte, error) {
 		s, err := v.KeyText()
 		if err != nil {
 			return b, err
+		}
+		if !utf8.ValidString(s) {
+			return b, errInvalidUTF8
 		}
 		return appendEscaped(b, s), nil
 	case time.Time:
@@ -778,10 +841,7 @@ func appendAny(b []byte, c any) ([]byte, error) {
 // must equal len(into). Every malformed text is an error: a key that EncodeKey
 // could not have produced does not decode.
 func DecodeKey(key string, into ...any) error {
-	texts, err := splitKey(key)
-	if err != nil {
-		return fmt.Errorf("ddbindex: decode key: %w", err)
-	}
+	texts := splitRaw(key)
 	if len(texts) != len(into) {
 		return fmt.Errorf("ddbindex: decode key: %d components, want %d: %w", len(texts), len(into), errMalformed)
 	}
@@ -794,7 +854,11 @@ func DecodeKey(key string, into ...any) error {
 		if err != nil {
 			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
 		}
-		if err := e.parse(texts[i], rv.Elem()); err != nil {
+		text, err := e.componentText(texts[i])
+		if err != nil {
+			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+		}
+		if err := e.parse(text, rv.Elem()); err != nil {
 			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
 		}
 	}
@@ -802,7 +866,8 @@ func DecodeKey(key string, into ...any) error {
 }
 
 // SplitKey splits an encoded composite key into its unescaped component
-// texts, for tooling that inspects keys without knowing their types.
+// texts, for tooling that inspects keys without knowing their types ([]byte
+// components come out as their hex text).
 func SplitKey(key string) ([]string, error) {
 	texts, err := splitKey(key)
 	if err != nil {

@@ -3,6 +3,7 @@ package ddbindex
 import (
 	"bytes"
 	"cmp"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,15 +94,27 @@ func (k kbKind) String() string {
 	return [...]string{"string", "[]byte", "int64", "int", "int32", "uint64", "float64", "float32", "time", "custom"}[k]
 }
 
-// kbHostile are strings that probe the escaping and the separator.
+// kbHostile are strings that probe the escaping and the separator. All are
+// valid UTF-8, as every string component must be.
 var kbHostile = []string{
 	"", "#", "$", "##", "$$", "$2", "$23", "$24", "a", "a#", "a#b", "a$", "a$23", "a$24", "a\x00", "a\x00b",
 	"\x00", "\x01", "\x1f", " ", "!", "\"", "\x24", "\x25", "%", "&", "a b", "open", "TEAM-7", "user_42",
 	"\U0010FFFF", "\uFFFF", "é", "한국어", "\x7f", "~", "z", "Z", "0", "9", "$00", "$FF", "#$#$",
 }
 
+// kbInvalidUTF8 are strings that are not valid UTF-8, which no string
+// component may hold (a DynamoDB String is UTF-8; the SDK would replace the
+// bad bytes with U+FFFD and merge distinct keys): a lone byte above 0x7F, a
+// truncated sequence, a surrogate, an overlong form, a code point above
+// U+10FFFF, and bad bytes after or between valid ones.
+var kbInvalidUTF8 = []string{
+	"\xff", "a\xc3", "\xc3", "\x80", "\xfe", "a\x80b", "\xed\xa0\x80", "\xc0\x80", "\xc0\xa3", "\xf4\x90\x80\x80",
+	"\xe2\x82", "é\xff", "#\xff", "$\xff", "\x00\xff", "\U0010FFFF\xf4", "한"[:2],
+}
+
 // kbAtoms are the pieces random strings are made of: every byte that is
-// escaped, its neighbours, and multi-byte UTF-8.
+// escaped, its neighbours, and multi-byte UTF-8. Joined in any order they
+// are valid UTF-8.
 var kbAtoms = func() []string {
 	var out []string
 	for b := 0; b <= 0x26; b++ {
@@ -130,6 +144,7 @@ func lookupSeed() (uint64, bool) {
 	return n, err == nil
 }
 
+// str returns a random string component: always valid UTF-8.
 func (g kbGen) str() string {
 	if g.r.IntN(3) == 0 {
 		return kbHostile[g.r.IntN(len(kbHostile))]
@@ -316,11 +331,15 @@ func (g kbGen) mutate(k kbKind, v any) any {
 		case 1:
 			return s + []string{"#b", "$", "$23", "\x00", "\x24", "\x25"}[g.r.IntN(6)]
 		case 2:
-			if s != "" {
-				return s[:len(s)-1]
+			if s != "" { // drop the last character, not a byte of it
+				_, n := utf8.DecodeLastRuneInString(s)
+				return s[:len(s)-n]
 			}
 		case 3:
 			if s != "" {
+				// Flip the last byte's low bit: an ASCII byte stays
+				// ASCII, a final continuation byte stays one, so the
+				// string stays valid UTF-8.
 				b := []byte(s)
 				b[len(b)-1] ^= 1
 				return string(b)
@@ -328,7 +347,23 @@ func (g kbGen) mutate(k kbKind, v any) any {
 		}
 		return g.str()
 	case kbBytes:
-		return append(slices.Clone(v.([]byte)), byte(g.r.IntN(0x26)))
+		b := slices.Clone(v.([]byte))
+		switch g.r.IntN(4) {
+		case 0:
+			return append(b, byte(g.r.IntN(0x26)))
+		case 1:
+			return append(b, byte(g.r.IntN(256))) // any byte, invalid UTF-8 included
+		case 2:
+			if len(b) > 0 {
+				return b[:len(b)-1]
+			}
+		default:
+			if len(b) > 0 { // a neighbouring last byte; wraps at 0x00 and 0xFF
+				b[len(b)-1] += byte(g.r.IntN(3)) - 1
+				return b
+			}
+		}
+		return g.byteStr()
 	case kbInt64:
 		return v.(int64) + int64(g.r.IntN(3)) - 1
 	case kbUint64:
@@ -407,6 +442,28 @@ func kbDeref(ptrs []any) []any {
 	return out
 }
 
+// kbSplitText is what SplitKey must return for the component v, computed
+// without the encoder's escaping: a string or KeyTexter text as it is, a
+// []byte as upper-case hex (SplitKey does not know the types), a number or
+// time as its key text (which has no byte to escape).
+func kbSplitText(t testing.TB, v any) string {
+	t.Helper()
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return strings.ToUpper(hex.EncodeToString(v))
+	case KeyTexter:
+		s, err := v.KeyText()
+		require.NoError(t, err)
+		return s
+	}
+	s, err := EncodeKey(v)
+	require.NoError(t, err)
+	require.False(t, strings.ContainsFunc(s, func(r rune) bool { return r <= '$' }), "%q", s)
+	return s
+}
+
 func kbEncodable(v []any) bool {
 	for _, c := range v {
 		switch c := c.(type) {
@@ -468,6 +525,13 @@ func TestEncodeKeyReadableExamples(t *testing.T) {
 		{[]any{math.Copysign(0, -1)}, "8000000000000000"},
 		{[]any{""}, ""},
 		{[]any{"", ""}, "#"},
+		{[]any{"a\x00b", "\U0010FFFF"}, "a$00b#\U0010FFFF"},
+		// A []byte component is upper-case hex, two digits a byte: it holds
+		// any byte (a String could not) and sorts as the bytes do.
+		{[]any{"open", []byte("a#")}, "open#6123"},
+		{[]any{[]byte{0x00, 0x24, 0x7F, 0x80, 0xFF}}, "00247F80FF"},
+		{[]any{[]byte("\xff\xfe"), int64(1)}, "FFFE#a1"},
+		{[]any{[]byte{}, "x"}, "#x"},
 	} {
 		got, err := EncodeKey(tc.in...)
 		require.NoError(t, err, "%v", tc.in)
@@ -485,6 +549,55 @@ func TestEncodeKeyReadableExamples(t *testing.T) {
 	parts, err := SplitKey("open#b42#TICKET$238842")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"open", "b42", "TICKET#8842"}, parts)
+
+	// SplitKey cannot know a component's type: a []byte comes out as its hex.
+	parts, err = SplitKey("open#6123")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"open", "6123"}, parts)
+	var (
+		s string
+		b []byte
+	)
+	require.NoError(t, DecodeKey("open#6123", &s, &b))
+	assert.Equal(t, "open", s)
+	assert.Equal(t, []byte("a#"), b)
+}
+
+// Valid UTF-8 strings encode exactly as the BRIEF's scheme says (and as they
+// did before strings had to be valid UTF-8): every byte 0x00-0x24 as "$XX",
+// every other byte kept. The reference is written here, independently.
+func TestKeyValidStringsEncodeAsBefore(t *testing.T) {
+	ref := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if s[i] <= 0x24 {
+				fmt.Fprintf(&b, "$%02X", s[i])
+			} else {
+				b.WriteByte(s[i])
+			}
+		}
+		return b.String()
+	}
+	g := newKBGen(t)
+	strs := slices.Clone(kbHostile)
+	for b := 0; b < 0x80; b++ {
+		strs = append(strs, string(rune(b)), "a"+string(rune(b))+"z")
+	}
+	for range 2000 {
+		strs = append(strs, g.str())
+	}
+	for _, s := range strs {
+		require.True(t, utf8.ValidString(s), "the generators make valid UTF-8 only: %q", s)
+		enc, err := EncodeKey(s)
+		require.NoError(t, err, "%q", s)
+		assert.Equal(t, ref(s), enc, "%q", s)
+		p, err := KeyPrefix(s, kbNamedString(s))
+		require.NoError(t, err, "%q", s)
+		assert.Equal(t, ref(s)+"#"+ref(s)+"#", p, "%q", s)
+		var back string
+		require.NoError(t, DecodeKey(enc, &back), "%q", enc)
+		assert.Equal(t, s, back)
+	}
 }
 
 // Readable: bytes above '$' (0x24) never change, so common values appear as
@@ -533,7 +646,11 @@ func TestKeyRoundTripProperty(t *testing.T) {
 		}
 		parts, err := SplitKey(key)
 		require.NoError(t, err)
-		assert.Len(t, parts, len(sig))
+		want := make([]string, len(x))
+		for i := range x {
+			want[i] = kbSplitText(t, x[i])
+		}
+		assert.Equal(t, want, parts, "SplitKey(%q)", key)
 
 		// KeyPrefix is EncodeKey plus the separator.
 		p, err := KeyPrefix(x...)
@@ -623,7 +740,19 @@ func TestKeyOrderSpecialValues(t *testing.T) {
 	for _, s := range kbHostile {
 		strs = append(strs, s)
 	}
-	lists = append(lists, ints, uints, floats, times, strs)
+	// []byte components, whose hex must sort as the raw bytes: the jump
+	// between the digits '9' and 'A' (0x09/0x0A), nibble boundaries
+	// (0x0F/0x10, 0x0F/0xF0), prefixes, invalid UTF-8, and the bytes of the
+	// hostile strings.
+	var byteStrs []any
+	for _, b := range [][]byte{nil, {0}, {0, 0}, {0, 0xFF}, {0x09}, {0x0A}, {0x0F}, {0x10}, {0x23}, {0x24}, {0x25},
+		{0x7F}, {0x80}, {0x9F}, {0xA0}, {0xF0}, {0xFF}, {0xFF, 0}, {0xFF, 0xFF}, []byte("a"), []byte("a#"), []byte("a\x00")} {
+		byteStrs = append(byteStrs, b)
+	}
+	for _, s := range kbHostile[:20] {
+		byteStrs = append(byteStrs, []byte(s))
+	}
+	lists = append(lists, ints, uints, floats, times, strs, byteStrs)
 	for _, list := range lists {
 		for _, a := range list {
 			for _, b := range list {
@@ -698,7 +827,15 @@ func TestKeyPrefixNearMisses(t *testing.T) {
 		{[]any{int64(10), "x"}, []any{int64(10)}, true},
 		{[]any{kbVersion{1, 2}, "x"}, []any{kbVersion{1, 2}}, true},
 		{[]any{"a", kbVersion{1, 2}}, []any{"a", "00001"}, false},
-		{[]any{[]byte("a#b"), "x"}, []any{[]byte("a")}, false},
+		{[]any{[]byte("a#b"), "x"}, []any{[]byte("a")}, false},       // hex 612362 vs 61
+		{[]any{[]byte("a"), "x"}, []any{[]byte("a")}, true},          //
+		{[]any{[]byte{0x01, 0x23}, "x"}, []any{[]byte{0x01}}, false}, // "0123" begins with "01", but not with "01#"
+		{[]any{[]byte{0x12}, "x"}, []any{[]byte{0x01}}, false},       //
+		{[]any{[]byte{}, "x"}, []any{[]byte{}}, true},                // an empty []byte
+		{[]any{[]byte{0}, "x"}, []any{[]byte{}}, false},              //
+		{[]any{[]byte("\xff"), "x"}, []any{[]byte("\xff")}, true},    // invalid UTF-8 is fine in a []byte
+		{[]any{"a", []byte("#"), "x"}, []any{"a", []byte("#")}, true},
+		{[]any{"a", []byte("#x"), "x"}, []any{"a", []byte("#")}, false},
 	} {
 		key, err := EncodeKey(tc.full...)
 		require.NoError(t, err)
@@ -836,6 +973,90 @@ func TestKeyRejectsUnencodable(t *testing.T) {
 	assert.ErrorIs(t, err, errUnsupported)
 }
 
+// A string component must be valid UTF-8: a DynamoDB String holds nothing
+// else, and the SDK would replace the bad bytes with U+FFFD, so two distinct
+// keys could become one stored key. Every way a string goes into a key
+// refuses it; a []byte holds any byte.
+func TestKeyRejectsInvalidUTF8(t *testing.T) {
+	strEnc, err := newEncoder(reflect.TypeFor[string](), 0, "")
+	require.NoError(t, err)
+	namedEnc, err := newEncoder(reflect.TypeFor[kbNamedString](), 0, "")
+	require.NoError(t, err)
+	custEnc, err := newEncoder(reflect.TypeFor[kbNoParser](), 0, "")
+	require.NoError(t, err)
+	bytesEnc, err := newEncoder(reflect.TypeFor[[]byte](), 0, "")
+	require.NoError(t, err)
+	for _, bad := range kbInvalidUTF8 {
+		require.False(t, utf8.ValidString(bad), "%q", bad)
+		for _, c := range []any{bad, kbNamedString(bad), kbNoParser(bad)} {
+			// EncodeKey and KeyPrefix, alone and after other components.
+			_, err := EncodeKey(c)
+			assert.ErrorIs(t, err, errInvalidUTF8, "EncodeKey(%#v)", c)
+			assert.ErrorContains(t, err, "component 0")
+			_, err = EncodeKey("ok", int64(1), c)
+			assert.ErrorIs(t, err, errInvalidUTF8, "EncodeKey(ok, 1, %#v)", c)
+			assert.ErrorContains(t, err, "component 2")
+			_, err = KeyPrefix(c)
+			assert.ErrorIs(t, err, errInvalidUTF8, "KeyPrefix(%#v)", c)
+			_, err = KeyPrefix([]byte("ok"), c)
+			assert.ErrorIs(t, err, errInvalidUTF8, "KeyPrefix(ok, %#v)", c)
+		}
+		// The encoders of declared components.
+		for _, tc := range []struct {
+			e encoder
+			v any
+		}{{strEnc, bad}, {namedEnc, kbNamedString(bad)}, {custEnc, kbNoParser(bad)}} {
+			out, err := tc.e.appendKey([]byte("p#"), reflect.ValueOf(tc.v))
+			assert.ErrorIs(t, err, errInvalidUTF8, "appendKey %T %q", tc.v, bad)
+			assert.Equal(t, "p#", string(out), "nothing appended")
+			_, err = tc.e.appendText(nil, bad)
+			assert.ErrorIs(t, err, errInvalidUTF8, "appendText %T %q", tc.v, bad)
+		}
+
+		// The same bytes as a []byte: hex, and back.
+		want := strings.ToUpper(hex.EncodeToString([]byte(bad)))
+		got, err := EncodeKey([]byte(bad), "x")
+		require.NoError(t, err, "%q", bad)
+		assert.Equal(t, want+"#x", got)
+		txt, err := bytesEnc.appendText(nil, bad)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(txt))
+		var b []byte
+		var x string
+		require.NoError(t, DecodeKey(got, &b, &x))
+		assert.Equal(t, []byte(bad), b)
+
+		// What EncodeKey refuses does not decode either: strict decoding
+		// holds for strings too. esc is the bytes escaped as if they were
+		// allowed, so that only their UTF-8 is wrong.
+		var s string
+		esc := string(appendEscaped(nil, bad))
+		for _, key := range []string{esc, "ok#" + esc} {
+			var into []any
+			if strings.HasPrefix(key, "ok#") {
+				into = []any{&x, &s}
+			} else {
+				into = []any{&s}
+			}
+			err := DecodeKey(key, into...)
+			assert.ErrorIs(t, err, errInvalidUTF8, "DecodeKey(%q)", key)
+			assert.ErrorIs(t, err, errMalformed, "DecodeKey(%q)", key)
+		}
+		var v kbVersion
+		assert.ErrorIs(t, DecodeKey(esc, &v), errInvalidUTF8, "a KeyTexter's text is a string too")
+		_, err = strEnc.componentText(esc)
+		assert.ErrorIs(t, err, errInvalidUTF8)
+		_, err = custEnc.componentText(esc)
+		assert.ErrorIs(t, err, errInvalidUTF8)
+	}
+	// Valid UTF-8 right up to the limits still encodes.
+	for _, ok := range []string{"\U0010FFFF", "\uFFFD", "\uFFFE", "\u07FF", "\u0800", "\uD7FF", "\uE000", "\x7f", "\x00"} {
+		require.True(t, utf8.ValidString(ok))
+		_, err := EncodeKey(ok, kbNoParser(ok))
+		assert.NoError(t, err, "%q", ok)
+	}
+}
+
 // Malformed texts do not decode: every text has exactly one meaning, and a
 // key EncodeKey could not have produced is an error.
 func TestDecodeKeyRejectsMalformed(t *testing.T) {
@@ -855,7 +1076,10 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		into any
 	}{
 		{"$2", &s}, {"$", &s}, {"a$", &s}, {"$2a", &s}, {"$2g", &s}, {"$41", &s}, {"$25", &s}, {"$FF", &s}, {"$7E", &s},
-		{"\x01", &s}, {"\x00", &s}, {"a b", &s}, {"$", &bs}, {"\x24", &bs}, {"$41", &bs},
+		{"\x01", &s}, {"\x00", &s}, {"a b", &s}, {"\xff", &s}, {"a\xc3", &s}, {"$23\xff", &s}, {"\xed\xa0\x80", &s},
+		// A []byte is upper-case hex, two digits a byte, and nothing else.
+		{"$", &bs}, {"\x24", &bs}, {"$41", &bs}, {"6", &bs}, {"612", &bs}, {"6a", &bs}, {"ff", &bs}, {"6G", &bs}, {"a#", &bs},
+		{" 61", &bs}, {"61 ", &bs}, {"$24", &bs}, {"a", &bs}, {"\xff", &bs}, {"0x61", &bs}, {"+1", &bs}, {"-1", &bs},
 		{"b04", &i}, {"Z9", &i}, {"Z", &i}, {"a", &i}, {"", &i}, {"c42", &i}, {"a42", &i}, {"b4", &i}, {"bx2", &i}, {"B42", &i},
 		{"Y9", &i}, {"Y90", &i}, {"$62$34$32", &i}, {"t18446744073709551615", &i}, {"s9223372036854775808", &i},
 		{"H0776627963145224190", &i}, // -9223372036854775809
@@ -874,8 +1098,11 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		assert.ErrorIs(t, err, errMalformed, "DecodeKey(%q, %T): %v", tc.key, tc.into, err)
 	}
 	// Wrong component counts, and escapes or raw bytes in a later component.
-	for _, key := range []string{"a#b#c", "a", "a#$2", "a#\x01", "a#$41"} {
+	for _, key := range []string{"a#b#c", "a", "a#$2", "a#\x01", "a#$41", "a#\xff"} {
 		assert.Error(t, DecodeKey(key, &s, &s), key)
+	}
+	for _, key := range []string{"a#6", "a#6a", "a#a", "a#$61", "a#61#", "6123#a"} {
+		assert.ErrorIs(t, DecodeKey(key, &s, &bs), errMalformed, key)
 	}
 	_, err := SplitKey("a#$4")
 	assert.ErrorIs(t, err, errMalformed)
@@ -894,7 +1121,8 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 func kbFragments() []string {
 	frags := []string{"", "#", "$", "$2", "$23", "$24", "$2a", "$41", "$00", "$FF", "$20", "\x01", "\x00", "\x25",
 		"a", "z", "0", "9", "Z", "b", "b0", "b04", "Z9", "Z8", "Y00", "t", "H", "a0", "-", ".", ":", "T", "Z",
-		"2026-12-02", "T13:54:41", ".000000000", "0000-01-01", "9999-12-31", "é", "\xff", "F", "7FFFFFFFFFFFFFFF"}
+		"2026-12-02", "T13:54:41", ".000000000", "0000-01-01", "9999-12-31", "é", "\xff", "F", "7FFFFFFFFFFFFFFF",
+		"\xc3", "\xa9", "\xed\xa0\x80", "00", "FF", "ff", "6123", "6", "A", "0F", "f0"}
 	g := kbGen{rand.New(rand.NewPCG(1, 2))}
 	for k := kbKind(0); k < kbKindCount; k++ {
 		for range 8 {
@@ -981,12 +1209,13 @@ func kbMutateText(g kbGen, s string) string {
 	return string(b)
 }
 
-// unescape on its own: it inverts appendEscaped and nothing else.
+// unescape on its own: it inverts appendEscaped and nothing else; parseHex
+// likewise for appendHex.
 func TestKeyUnescape(t *testing.T) {
 	for b := 0; b < 256; b++ {
 		s := string([]byte{byte(b)})
 		enc := string(appendEscaped(nil, s))
-		assert.Equal(t, enc, string(appendEscapedBytes(nil, []byte(s))))
+		assert.Equal(t, fmt.Sprintf("%02X", b), string(appendHex(nil, []byte(s))))
 		if b <= 0x24 {
 			assert.Equal(t, fmt.Sprintf("$%02X", b), enc)
 			_, err := unescape(s)
@@ -1008,6 +1237,35 @@ func TestKeyUnescape(t *testing.T) {
 		_, err := unescape(bad)
 		assert.ErrorIs(t, err, errMalformed, "%q", bad)
 	}
+
+	// Hex: every byte, every pair of bytes in order.
+	for a := 0; a < 256; a++ {
+		ha := string(appendHex(nil, []byte{byte(a)}))
+		back, err := parseHex(ha)
+		require.NoError(t, err)
+		assert.Equal(t, string([]byte{byte(a)}), back)
+		if lower := strings.ToLower(ha); lower != ha {
+			_, err := parseHex(lower)
+			assert.ErrorIs(t, err, errMalformed, "lower-case hex %q", lower)
+		}
+		for b := 0; b < 256; b++ {
+			hb := string(appendHex(nil, []byte{byte(b)}))
+			require.Equal(t, cmp.Compare(a, b), strings.Compare(ha, hb), "0x%02X vs 0x%02X", a, b)
+			// At a component boundary: a []byte sorts before its extensions.
+			short, err := EncodeKey([]byte{byte(a)}, "x")
+			require.NoError(t, err)
+			long, err := EncodeKey([]byte{byte(a), byte(b)}, "")
+			require.NoError(t, err)
+			require.Less(t, short, long, "0x%02X then more vs 0x%02X 0x%02X", a, a, b)
+		}
+	}
+	for _, bad := range []string{"0", "000", "0g", "g0", "0x", " 0", "0 ", "$0", "#0", "\xff\xff", "-1", "+1", "AB0"} {
+		_, err := parseHex(bad)
+		assert.ErrorIs(t, err, errMalformed, "%q", bad)
+	}
+	back, err := parseHex("")
+	require.NoError(t, err)
+	assert.Equal(t, "", back)
 }
 
 // ---- every kind through its encoder ---------------------------------------------------
@@ -1049,7 +1307,19 @@ func TestKeyEncoderKinds(t *testing.T) {
 			require.NoError(t, err, "%s %#v", typ, x)
 			text, err := e.text(v)
 			require.NoError(t, err)
-			assert.Equal(t, string(key), string(appendEscaped(nil, text)), "appendKey is the escaped text")
+			viaText, err := e.appendText(nil, text)
+			require.NoError(t, err)
+			assert.Equal(t, string(key), string(viaText), "appendKey is appendText of the text")
+			if typ.Kind() == reflect.Slice {
+				// A []byte's text is its raw bytes; its composite form is hex.
+				assert.Equal(t, string(v.Bytes()), text)
+				assert.Equal(t, strings.ToUpper(hex.EncodeToString(v.Bytes())), string(key))
+			} else {
+				assert.Equal(t, string(appendEscaped(nil, text)), string(key), "the composite form is the escaped text")
+			}
+			back, err := e.componentText(string(key))
+			require.NoError(t, err)
+			assert.Equal(t, text, back, "componentText reverses appendText")
 			require.NoError(t, e.check(text), "%s %q", typ, text)
 
 			// EncodeKey picks the same default form.
@@ -1318,12 +1588,38 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	for _, x := range kbSpecialFloats {
 		f.Add("", int64(-1), x, []byte(nil))
 	}
+	for _, s := range kbInvalidUTF8 {
+		f.Add(s, int64(1), 1.0, []byte(s))
+	}
 	f.Add("", int64(0), math.NaN(), []byte("\xff\xfe"))
+	f.Add("\xff", int64(0), math.NaN(), []byte("\xff"))
+	// Texts of other types, so that the strict decoding below has work.
 	f.Add("b04", int64(42), 1.5, []byte("Z9"))
 	f.Add("open#b42", int64(0), 0.0, []byte("TICKET$238842"))
 	f.Add("2026-12-02T13:54:41.000000000Z", int64(0), 0.0, []byte("8000000000000000"))
+	f.Add("6123", int64(0), 0.0, []byte("6123"))
 	f.Fuzz(func(t *testing.T, s string, n int64, x float64, b []byte) {
 		key, err := EncodeKey(s, n, x, b)
+		if !utf8.ValidString(s) {
+			// A string component must be valid UTF-8, whatever follows.
+			require.ErrorIs(t, err, errInvalidUTF8, "%q", s)
+			_, err = KeyPrefix(b, n, s)
+			require.ErrorIs(t, err, errInvalidUTF8, "%q", s)
+			_, err = EncodeKey(kbNoParser(s))
+			require.ErrorIs(t, err, errInvalidUTF8, "%q", s)
+			// Its escaped bytes do not decode as a string either.
+			var s2 string
+			require.ErrorIs(t, DecodeKey(string(appendEscaped(nil, s)), &s2), errInvalidUTF8, "%q", s)
+			// The same bytes as a []byte are fine.
+			key, err = EncodeKey([]byte(s), n)
+			require.NoError(t, err)
+			var b2 []byte
+			var n2 int64
+			require.NoError(t, DecodeKey(key, &b2, &n2))
+			require.Equal(t, s, string(b2))
+			require.Equal(t, n, n2)
+			return
+		}
 		if math.IsNaN(x) {
 			require.ErrorIs(t, err, errNaN)
 			return
@@ -1341,17 +1637,23 @@ func FuzzKeyRoundTrip(f *testing.F) {
 		require.True(t, x == x2, "%v decoded as %v", x, x2)
 		require.False(t, x2 == 0 && math.Signbit(x2), "-0 decodes as 0")
 		require.True(t, bytes.Equal(b, b2), "%q decoded as %q", b, b2)
+		hexB := strings.ToUpper(hex.EncodeToString(b))
 		parts, err := SplitKey(key)
 		require.NoError(t, err)
-		require.Equal(t, []string{s, parts[1], parts[2], string(b)}, parts)
+		require.Equal(t, []string{s, kbSplitText(t, n), kbSplitText(t, x), hexB}, parts, "SplitKey(%q)", key)
+		require.True(t, strings.HasSuffix(key, "#"+hexB), "the []byte is the hex at the end: %q", key)
 		require.Equal(t, 3, strings.Count(key, "#"), "only separators are '#'")
+		require.True(t, utf8.ValidString(key), "a key is a valid DynamoDB String")
+		p, err := KeyPrefix(s, n, x, b)
+		require.NoError(t, err)
+		require.Equal(t, key+"#", p)
 
 		// Strict decoding: the fuzzed texts as keys decode only if canonical.
-		for _, raw := range []string{s, string(b)} {
-			for _, p := range []any{new(string), new(int64), new(uint64), new(float64), new(time.Time), new([]byte), new(int8), new(float32)} {
+		for _, raw := range []string{s, string(b), hexB, string(appendEscaped(nil, string(b)))} {
+			for _, p := range []any{new(string), new(int64), new(uint64), new(float64), new(time.Time), new([]byte), new(int8), new(float32), new(kbVersion)} {
 				if DecodeKey(raw, p) == nil {
 					back, err := EncodeKey(reflect.ValueOf(p).Elem().Interface())
-					require.NoError(t, err)
+					require.NoError(t, err, "%q decodes into %T", raw, p)
 					require.Equal(t, raw, back, "%q decodes into %T", raw, p)
 				}
 			}
@@ -1359,6 +1661,12 @@ func FuzzKeyRoundTrip(f *testing.F) {
 			var pn int64
 			if DecodeKey(raw, &ps, &pn) == nil {
 				back, err := EncodeKey(ps, pn)
+				require.NoError(t, err)
+				require.Equal(t, raw, back)
+			}
+			var pb []byte
+			if DecodeKey(raw, &pb, &ps) == nil {
+				back, err := EncodeKey(pb, ps)
 				require.NoError(t, err)
 				require.Equal(t, raw, back)
 			}
@@ -1373,6 +1681,10 @@ func FuzzKeyOrder(f *testing.F) {
 		f.Add(s, int64(1), s, int64(-1))
 		f.Add(s, int64(10), s+"#", int64(10))
 	}
+	for i, s := range kbInvalidUTF8 {
+		f.Add(s, int64(0), kbHostile[i%len(kbHostile)], int64(0))
+		f.Add("a", int64(0), s, int64(0))
+	}
 	f.Add("a", int64(0), "a#b", int64(0))
 	f.Add("a$", int64(0), "a$23", int64(0))
 	f.Add("a", int64(9), "a", int64(10))
@@ -1380,12 +1692,60 @@ func FuzzKeyOrder(f *testing.F) {
 	f.Add("a", int64(math.MinInt64), "a", int64(math.MaxInt64))
 	f.Add("a\x00", int64(0), "a", int64(0))
 	f.Add("\U0010FFFF", int64(0), "\uFFFF", int64(0))
+	f.Add("\x0f", int64(0), "\xf0", int64(0))
+	f.Add("\x7f", int64(0), "\x80", int64(0))
 	f.Fuzz(func(t *testing.T, s1 string, n1 int64, s2 string, n2 int64) {
-		a, err := EncodeKey(s1, n1)
+		// []byte components hold any bytes: their hex sorts as the raw
+		// bytes, and their prefixes are exact.
+		b1, b2 := []byte(s1), []byte(s2)
+		a, err := EncodeKey(b1, n1)
 		require.NoError(t, err)
-		b, err := EncodeKey(s2, n2)
+		b, err := EncodeKey(b2, n2)
 		require.NoError(t, err)
-		want := cmp.Or(strings.Compare(s1, s2), cmp.Compare(n1, n2))
+		want := cmp.Or(bytes.Compare(b1, b2), cmp.Compare(n1, n2))
+		require.Equal(t, want, sign(strings.Compare(a, b)), "(%q, %d) %q vs (%q, %d) %q", b1, n1, a, b2, n2, b)
+		a, err = EncodeKey(n1, b1)
+		require.NoError(t, err)
+		b, err = EncodeKey(n2, b2)
+		require.NoError(t, err)
+		want = cmp.Or(cmp.Compare(n1, n2), bytes.Compare(b1, b2))
+		require.Equal(t, want, sign(strings.Compare(a, b)), "(%d, %q) %q vs (%d, %q) %q", n1, b1, a, n2, b2, b)
+		full, err := EncodeKey(b1, n1, b2)
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			lead []any
+			want bool
+		}{
+			{[]any{b2}, bytes.Equal(b1, b2)},
+			{[]any{b1}, true},
+			{[]any{b2, n2}, bytes.Equal(b1, b2) && n1 == n2},
+			{[]any{b1, n2}, n1 == n2},
+		} {
+			p, err := KeyPrefix(tc.lead...)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, strings.HasPrefix(full, p), "HasPrefix(%q, %q)", full, p)
+		}
+
+		// Strings must be valid UTF-8.
+		if !utf8.ValidString(s1) || !utf8.ValidString(s2) {
+			for _, s := range []string{s1, s2} {
+				if utf8.ValidString(s) {
+					continue
+				}
+				for _, c := range [][]any{{s, n1}, {n1, s}, {s1, n1, s2}, {n1, s, n2}, {s, b1}} {
+					_, err := EncodeKey(c...)
+					require.ErrorIs(t, err, errInvalidUTF8, "EncodeKey(%#v)", c)
+					_, err = KeyPrefix(c...)
+					require.ErrorIs(t, err, errInvalidUTF8, "KeyPrefix(%#v)", c)
+				}
+			}
+			return
+		}
+		a, err = EncodeKey(s1, n1)
+		require.NoError(t, err)
+		b, err = EncodeKey(s2, n2)
+		require.NoError(t, err)
+		want = cmp.Or(strings.Compare(s1, s2), cmp.Compare(n1, n2))
 		require.Equal(t, want, sign(strings.Compare(a, b)), "(%q, %d) %q vs (%q, %d) %q", s1, n1, a, s2, n2, b)
 
 		// The other way round: number first.
@@ -1397,7 +1757,7 @@ func FuzzKeyOrder(f *testing.F) {
 		require.Equal(t, want, sign(strings.Compare(a, b)), "(%d, %q) %q vs (%d, %q) %q", n1, s1, a, n2, s2, b)
 
 		// Exact prefixes.
-		full, err := EncodeKey(s1, n1, s2)
+		full, err = EncodeKey(s1, n1, s2)
 		require.NoError(t, err)
 		for _, tc := range []struct {
 			lead []any
@@ -1417,6 +1777,14 @@ func FuzzKeyOrder(f *testing.F) {
 		p, err := KeyPrefix(n2, s2)
 		require.NoError(t, err)
 		require.Equal(t, n1 == n2 && s1 == s2, strings.HasPrefix(full, p), "HasPrefix(%q, %q)", full, p)
+
+		// A string and a []byte in one key.
+		a, err = EncodeKey(s1, b1)
+		require.NoError(t, err)
+		b, err = EncodeKey(s2, b2)
+		require.NoError(t, err)
+		want = cmp.Or(strings.Compare(s1, s2), bytes.Compare(b1, b2))
+		require.Equal(t, want, sign(strings.Compare(a, b)), "(%q, %q) %q vs (%q, %q) %q", s1, b1, a, s2, b2, b)
 	})
 }
 

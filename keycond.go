@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -323,6 +324,9 @@ func (d *keyDef) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 		return nil, queryErr(d.name, "begins_with needs a string prefix for %s, not %T", last.f.attr, values[n-1])
 	}
 	if k.native {
+		if last.enc.kind == encString && !utf8.ValidString(prefix) {
+			return nil, queryErr(d.name, "begins_with prefix for %s: %v", last.f.attr, errInvalidUTF8)
+		}
 		kc.oa = prefix
 	} else {
 		b, err := d.appendLeading(make([]byte, 0, 64), values[:n-1])
@@ -335,7 +339,11 @@ func (d *keyDef) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 		if last.label != "" {
 			b = append(appendEscaped(b, last.label), Separator)
 		}
-		kc.oa = string(appendEscaped(b, prefix))
+		b, err = last.enc.appendText(b, prefix)
+		if err != nil {
+			return nil, queryErr(d.name, "begins_with prefix for %s: %v", last.f.attr, err)
+		}
+		kc.oa = string(b)
 	}
 	if kc.oa == "" {
 		return nil, nil // every key begins with ""

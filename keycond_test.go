@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -37,6 +38,7 @@ import (
 //	by_name:    LSI with a native String sort key (name)
 //	by_score:   GSI with a native Number float sort key (score)
 //	by_blob:    GSI with a native Binary sort key (blob)
+//	by_bin:     index table, _sk = <blob, as hex> + suffix #<status>#<seq>#<id>
 //	by_id:      GSI without a sort key
 //	team_only:  index table whose sort key holds the base suffix only
 type kcTicket struct {
@@ -48,16 +50,17 @@ type kcTicket struct {
 	_ IndexSpec `ddbindex:"by_name,type=lsi"`
 	_ IndexSpec `ddbindex:"by_score,type=gsi"`
 	_ IndexSpec `ddbindex:"by_blob,type=gsi"`
+	_ IndexSpec `ddbindex:"by_bin,type=table"`
 	_ IndexSpec `ddbindex:"by_id,type=gsi"`
 	_ IndexSpec `ddbindex:"team_only,type=table"`
 
-	Team   string    `dynamodbav:"team" ddbindex:"pk,label=TEAM;by_status.pk;feed.pk;by_at.pk;by_seq.pk;by_score.pk;by_blob.pk;team_only.pk"`
+	Team   string    `dynamodbav:"team" ddbindex:"pk,label=TEAM;by_status.pk;feed.pk;by_at.pk;by_seq.pk;by_score.pk;by_blob.pk;by_bin.pk;team_only.pk"`
 	Status string    `dynamodbav:"status" ddbindex:"sk:0,label=ST;by_status.sk:0;feed.sk:0"`
 	Seq    int64     `dynamodbav:"seq" ddbindex:"sk:1;by_status.sk:1;feed.sk:1;by_seq.sk"`
 	ID     string    `dynamodbav:"id" ddbindex:"sk:2;by_id.pk"`
 	Name   string    `dynamodbav:"name" ddbindex:"by_name.sk"`
 	Score  float64   `dynamodbav:"score" ddbindex:"by_score.sk"`
-	Blob   []byte    `dynamodbav:"blob" ddbindex:"by_blob.sk"`
+	Blob   []byte    `dynamodbav:"blob" ddbindex:"by_blob.sk;by_bin.sk"`
 	At     time.Time `dynamodbav:"at" ddbindex:"by_at.sk,format=unixms,width=13"`
 }
 
@@ -548,7 +551,7 @@ var (
 	kcIDs      = []string{"x", "x#1", "y", "$"}
 	kcNames    = []string{"a", "a#", "ab", "b", "é", "z"}
 	kcScores   = []float64{-9.99e125, -1e100, -1.5, -1, -0.5, -1e-129, 0, 1e-129, 0.5, 1, 2.25, 1e100, 9.99e125} // a DynamoDB Number's range
-	kcBlobs    = [][]byte{{0}, {0, 1}, {1}, {0x24}, {0x23, 0}, {0xff}, []byte("ab")}
+	kcBlobs    = [][]byte{{0}, {0, 1}, {1}, {0x0f}, {0x10}, {0x24}, {0x23, 0}, []byte("a"), []byte("a#"), []byte("ab"), {0x7f}, {0x80}, {0xf0}, {0xff}, {0xff, 0}, {0xff, 0xff}}
 	kcAts      = []time.Time{time.UnixMilli(0), time.UnixMilli(1), time.UnixMilli(999), time.UnixMilli(1000), time.UnixMilli(1796219681000), time.UnixMilli(9999999999999)}
 )
 
@@ -580,6 +583,8 @@ func kcSortTuple(name string, it kcTicket) []any {
 		return []any{it.Score}
 	case "by_blob":
 		return []any{it.Blob}
+	case "by_bin":
+		return []any{it.Blob, it.Status, it.Seq, it.ID}
 	case "by_at":
 		return []any{it.At, it.Status, it.Seq, it.ID}
 	}
@@ -613,10 +618,16 @@ func kcCondition(g kbGen, name string, parts int) SortCondition {
 	last := v[len(v)-1]
 	switch x := last.(type) {
 	case string:
-		if x != "" {
-			v[len(v)-1] = x[:g.r.IntN(len(x)+1)]
+		// A prefix of a string component is cut between characters: it
+		// must be valid UTF-8 (TestSortCondRejectsInvalidUTF8).
+		n := g.r.IntN(len(x) + 1)
+		for n < len(x) && !utf8.RuneStart(x[n]) {
+			n--
 		}
+		v[len(v)-1] = x[:n]
 	case []byte:
+		// Any byte prefix, as a string that may well be invalid UTF-8: a
+		// []byte component takes it.
 		v[len(v)-1] = string(x[:g.r.IntN(len(x)+1)])
 	}
 	return BeginsWith(v...)
@@ -629,7 +640,7 @@ func TestSortCondMatchesBruteForce(t *testing.T) {
 	for i := range items {
 		items[i] = kcItem(g)
 	}
-	for _, name := range []string{"", "by_status", "feed", "by_seq", "by_name", "by_score", "by_blob", "by_at"} {
+	for _, name := range []string{"", "by_status", "feed", "by_seq", "by_name", "by_score", "by_blob", "by_bin", "by_at"} {
 		d := kcDef(t, name)
 		type stored struct {
 			tuple []any
@@ -716,7 +727,7 @@ func TestSortCondMatchesBruteForce(t *testing.T) {
 func TestSortCondMatchesPositions(t *testing.T) {
 	g := newKBGen(t)
 	s := kcSchema(t)
-	for _, name := range []string{"", "by_status", "feed", "by_seq", "by_at"} {
+	for _, name := range []string{"", "by_status", "feed", "by_seq", "by_blob", "by_bin", "by_at"} {
 		d := kcDef(t, name)
 		for range 300 {
 			it := kcItem(g)
@@ -852,7 +863,7 @@ func kcStored(t testing.TB, s *schema, d *keyDef, texts map[*field]string) map[s
 func TestKeyPositionRoundTrip(t *testing.T) {
 	g := newKBGen(t)
 	s := kcSchema(t)
-	for _, name := range []string{"", "by_status", "feed", "by_at", "by_seq", "by_name", "by_score", "by_blob", "by_id", "team_only"} {
+	for _, name := range []string{"", "by_status", "feed", "by_at", "by_seq", "by_name", "by_score", "by_blob", "by_bin", "by_id", "team_only"} {
 		d := kcDef(t, name)
 		for range 100 {
 			it := kcItem(g)
@@ -916,6 +927,11 @@ func TestKeyDecodeRejects(t *testing.T) {
 		{"by_at", with(kcDef(t, "by_at"), "_sk", kcS("7#open#a5#x")), "at"},
 		{"by_at", with(kcDef(t, "by_at"), "_sk", kcS("0000000000007#open#a5")), "too few"},
 		{"feed", with(kcDef(t, "feed"), "team", nil), "missing"},
+		{"", with(base, "SK", kcS("ST#op\xffen#a5#x")), "UTF-8"},                  // what EncodeKey could not have written
+		{"by_bin", with(kcDef(t, "by_bin"), "_sk", kcS("0#open#a5#x")), "blob"},   // odd-length hex
+		{"by_bin", with(kcDef(t, "by_bin"), "_sk", kcS("0a#open#a5#x")), "blob"},  // lower-case hex
+		{"by_bin", with(kcDef(t, "by_bin"), "_sk", kcS("$01#open#a5#x")), "blob"}, // the escaped form of a string
+		{"by_bin", with(kcDef(t, "by_bin"), "_sk", kcS("01#open#a5")), "too few"},
 	} {
 		d := kcDef(t, tc.index)
 		pos, err := d.positionOf(tc.item)
@@ -940,4 +956,172 @@ func TestKeyDecodeRejects(t *testing.T) {
 	// And texts that are not the field's.
 	_, err = kcDef(t, "by_seq").startKey(position{"T", "5", "open", "x"})
 	assert.Error(t, err)
+}
+
+// ---- []byte components and UTF-8 ------------------------------------------------
+
+// A []byte component of a composite key is upper-case hex, two digits a byte:
+// it holds any byte, sorts as the bytes do, and the bounds of the BRIEF's
+// table apply to it unchanged. A native Binary key keeps the raw bytes.
+func TestSortCondBytesComponent(t *testing.T) {
+	s := kcSchema(t)
+	d := kcDef(t, "by_bin")
+	require.Equal(t, IndexTable, d.kind)
+	require.False(t, d.sk.native)
+	require.Equal(t, "_sk", d.sk.attr)
+	require.Equal(t, encBytes, d.sk.parts[0].enc.kind)
+
+	it := kcTicket{Team: "T", Status: "open", Seq: 5, ID: "x", Name: "n", Score: 1, Blob: []byte("a#"), At: time.UnixMilli(7)}
+	texts := kcTexts(t, s, it)
+	assert.Equal(t, "a#", texts[s.fields["blob"]], "the canonical text of a []byte is its raw bytes")
+	vals, ok, err := d.keyValues(texts)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, map[string]types.AttributeValue{"team": kcS("T"), "_sk": kcS("6123#open#a5#x")}, vals)
+	nat, ok, err := kcDef(t, "by_blob").keyValues(texts)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, &types.AttributeValueMemberB{Value: []byte("a#")}, nat["blob"], "a native Binary key is the raw bytes")
+
+	// Bytes a String could not hold.
+	it.Blob = []byte{0xff, 0x00, 0x80}
+	vals, _, err = d.keyValues(kcTexts(t, s, it))
+	require.NoError(t, err)
+	assert.Equal(t, kcS("FF0080#open#a5#x"), vals["_sk"])
+	pos, err := d.positionOf(vals)
+	require.NoError(t, err)
+	assert.Equal(t, string([]byte{0xff, 0x00, 0x80}), pos[d.slot(s.fields["blob"])], "the position holds the raw bytes")
+
+	kcCheck(t, d, Eq([]byte("a#")), kcWant{"begins_with", kcS("6123#"), nil})
+	kcCheck(t, d, Lt([]byte{0xff}), kcWant{"<", kcS("FF#"), nil})
+	kcCheck(t, d, Le([]byte{0x0f}), kcWant{"<", kcS("0F$"), nil})
+	kcCheck(t, d, Gt([]byte{0x0f}), kcWant{">", kcS("0F$"), nil})
+	kcCheck(t, d, Ge([]byte{0x80}), kcWant{">=", kcS("80#"), nil})
+	kcCheck(t, d, Between([]byte{0}, []byte{0xff, 0xff}), kcWant{"BETWEEN", kcS("00#"), kcS("FFFF$")})
+	kcCheck(t, d, Eq(kcBytes{0xab}), kcWant{"begins_with", kcS("AB#"), nil}) // a named []byte type
+	kcCheck(t, d, BeginsWith([]byte{0xab}), kcWant{"begins_with", kcS("AB"), nil})
+	kcCheck(t, d, BeginsWith("a#"), kcWant{"begins_with", kcS("6123"), nil})
+	kcCheck(t, d, BeginsWith("\xff"), kcWant{"begins_with", kcS("FF"), nil}) // any bytes, as a string too
+	kc, err := d.sortCond(BeginsWith([]byte{}))
+	require.NoError(t, err)
+	assert.Nil(t, kc, "an empty prefix is no condition")
+	_, err = d.sortCond(Between([]byte{0xff}, []byte{0x0f, 0xff}))
+	assert.ErrorIs(t, err, ErrInvalidQuery, "reversed bounds, compared as bytes")
+	kcCheck(t, d, Between([]byte{0x0f, 0xff}, []byte{0xf0}), kcWant{"BETWEEN", kcS("0FFF#"), kcS("F0$")})
+}
+
+// kcTexterItem has a KeyTexter component in a composite sort key.
+type kcTexterItem struct {
+	_ TableSpec  `ddbindex:"kc_texter,sk=SK"`
+	P string     `dynamodbav:"p" ddbindex:"pk"`
+	V kbNoParser `dynamodbav:"v" ddbindex:"sk:0,label=V"`
+}
+
+// A string component must be valid UTF-8 wherever it goes into a key: a
+// model's composite and native keys, an index-table entry, sort condition
+// values and begins_with prefixes on composite and native keys, and
+// partition values. (The SDK would replace the bad bytes with U+FFFD, so a
+// query could silently read another key's items.) A []byte component takes
+// any bytes.
+//
+// Query errors are QueryErrors (ErrInvalidQuery, HTTP 400 for a service);
+// their reason names the UTF-8 problem. Marshal errors wrap errInvalidUTF8.
+func TestSortCondRejectsInvalidUTF8(t *testing.T) {
+	tb, err := New[kcTicket](nil)
+	require.NoError(t, err)
+	tx, err := New[kcTexterItem](nil)
+	require.NoError(t, err)
+	good := kcTicket{Team: "T", Status: "open", Seq: 5, ID: "x", Name: "n", Score: 1, Blob: []byte{1}, At: time.UnixMilli(7)}
+	_, err = tb.Marshal(good)
+	require.NoError(t, err)
+	utf8Msg := errInvalidUTF8.Error()
+
+	for _, bad := range kbInvalidUTF8 {
+		// Models: a composite key (base PK and SK, GSI keys), a native
+		// String key (the LSI's sort key "name" is nothing else), a
+		// KeyTexter's text, an index-table entry.
+		for _, tc := range []struct {
+			what string
+			it   kcTicket
+			attr string
+		}{
+			{"composite partition key", kcWith(good, func(it *kcTicket) { it.Team = bad }), "team"},
+			{"composite sort key", kcWith(good, func(it *kcTicket) { it.Status = bad }), "status"},
+			{"composite sort key, last component", kcWith(good, func(it *kcTicket) { it.ID = bad }), "id"},
+			{"native String sort key", kcWith(good, func(it *kcTicket) { it.Name = bad }), "name"},
+		} {
+			_, err := tb.Marshal(tc.it)
+			require.ErrorIs(t, err, errInvalidUTF8, "%s %q", tc.what, bad)
+			assert.ErrorContains(t, err, tc.attr, tc.what)
+		}
+		_, err := tx.Marshal(kcTexterItem{P: "p", V: kbNoParser(bad)})
+		assert.ErrorIs(t, err, errInvalidUTF8, "a KeyTexter returning %q", bad)
+		_, err = tx.Marshal(kcTexterItem{P: bad, V: "v"})
+		assert.ErrorIs(t, err, errInvalidUTF8, "a native String partition key %q", bad)
+		_, err = tb.entryOf(kcDef(t, "feed"), kcWith(good, func(it *kcTicket) { it.Status = bad }), "1")
+		assert.ErrorIs(t, err, errInvalidUTF8, "an index-table entry %q", bad)
+
+		// The same bytes in a []byte component are fine, composite and native.
+		withBlob := kcWith(good, func(it *kcTicket) { it.Blob = []byte(bad) })
+		item, err := tb.Marshal(withBlob)
+		require.NoError(t, err, "%q as a []byte", bad)
+		assert.Equal(t, &types.AttributeValueMemberB{Value: []byte(bad)}, item["blob"])
+		entry, err := tb.entryOf(kcDef(t, "by_bin"), withBlob, "1")
+		require.NoError(t, err)
+		require.NotNil(t, entry)
+		assert.Equal(t, kcS(strings.ToUpper(fmt.Sprintf("%x", bad))+"#open#a5#x"), entry["_sk"])
+
+		// Sort conditions: values and begins_with prefixes, on composite
+		// string components and on a native String key.
+		for _, tc := range []struct {
+			index string
+			c     SortCondition
+		}{
+			{"by_status", Eq(bad)},
+			{"by_status", Lt(bad, 1)},
+			{"by_status", Between("a", bad)},
+			{"by_status", Between(K(bad, 1), "z")},
+			{"", Eq("open", 5, bad)}, // the whole key
+			{"", Ge(bad)},
+			{"feed", Le(bad)},
+			{"by_status", BeginsWith(bad)},
+			{"by_status", BeginsWith([]byte(bad))}, // a []byte prefix for a string component is a string
+			{"", BeginsWith(bad)},
+			{"", BeginsWith("open", 5, bad)},
+			{"by_name", Eq(bad)},
+			{"by_name", Lt(bad)},
+			{"by_name", Between("a", bad)},
+			{"by_name", BeginsWith(bad)},
+			{"by_name", BeginsWith([]byte(bad))},
+		} {
+			_, err := kcDef(t, tc.index).sortCond(tc.c)
+			require.ErrorIs(t, err, ErrInvalidQuery, "%s on %q", tc.c, tc.index)
+			assert.ErrorContains(t, err, utf8Msg, "%s on %q", tc.c, tc.index)
+			// Through the public API too: Explain builds the request Page would send.
+			_, err = tb.Query(tc.index, "T").Where(tc.c).Explain()
+			require.ErrorIs(t, err, ErrInvalidQuery, "%s on %q", tc.c, tc.index)
+			assert.ErrorContains(t, err, utf8Msg)
+		}
+		// A []byte component, composite or native, takes the bytes.
+		kcCheck(t, kcDef(t, "by_bin"), BeginsWith(bad), kcWant{"begins_with", kcS(strings.ToUpper(fmt.Sprintf("%x", bad))), nil})
+		kcCheck(t, kcDef(t, "by_bin"), Eq([]byte(bad)), kcWant{"begins_with", kcS(strings.ToUpper(fmt.Sprintf("%x", bad)) + "#"), nil})
+		kcCheck(t, kcDef(t, "by_blob"), BeginsWith(bad), kcWant{"begins_with", &types.AttributeValueMemberB{Value: []byte(bad)}, nil})
+		kcCheck(t, kcDef(t, "by_blob"), Eq([]byte(bad)), kcWant{"=", &types.AttributeValueMemberB{Value: []byte(bad)}, nil})
+
+		// Partition values: a labelled composite (base table, and the LSI
+		// that shares it), a derived GSI key, native String keys.
+		for _, index := range []string{"", "by_name", "by_status", "feed", "by_seq", "by_bin"} {
+			_, _, err := kcDef(t, index).partition([]any{bad})
+			require.ErrorIs(t, err, ErrInvalidQuery, "partition %q of %q", bad, index)
+			assert.ErrorContains(t, err, utf8Msg)
+			_, err = tb.Query(index, bad).Explain()
+			require.ErrorIs(t, err, ErrInvalidQuery, "partition %q of %q", bad, index)
+			assert.ErrorContains(t, err, utf8Msg)
+		}
+	}
+}
+
+func kcWith(it kcTicket, change func(*kcTicket)) kcTicket {
+	change(&it)
+	return it
 }

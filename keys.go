@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -153,7 +154,9 @@ func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
 		}
-		b = appendEscaped(b, t)
+		if b, err = c.enc.appendText(b, t); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
+		}
 	}
 	return b, nil
 }
@@ -179,6 +182,9 @@ func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, erro
 		}
 		if err := k.checkSize(len(t)); err != nil {
 			return nil, err
+		}
+		if !utf8.ValidString(t) {
+			return nil, fmt.Errorf("%s: %w", c.f.attr, errInvalidUTF8)
 		}
 		return &types.AttributeValueMemberS{Value: t}, nil
 	}
@@ -258,14 +264,11 @@ func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error
 	if !ok {
 		return fmt.Errorf("key attribute %s is not a string", k.attr)
 	}
-	texts, err := splitKey(s.Value)
-	if err != nil {
-		return fmt.Errorf("%s: %w", k.attr, err)
-	}
+	texts := splitRaw(s.Value)
 	i := 0
 	for _, c := range k.components() {
 		if c.label != "" {
-			if i >= len(texts) || texts[i] != c.label {
+			if i >= len(texts) || texts[i] != string(appendEscaped(nil, c.label)) {
 				return fmt.Errorf("%s: label %q missing: %w", k.attr, c.label, errMalformed)
 			}
 			i++
@@ -273,7 +276,11 @@ func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error
 		if i >= len(texts) {
 			return fmt.Errorf("%s: too few components: %w", k.attr, errMalformed)
 		}
-		canon, err := c.canonText(texts[i])
+		role, err := c.enc.componentText(texts[i])
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", k.attr, c.f.attr, err)
+		}
+		canon, err := c.canonText(role)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", k.attr, c.f.attr, err)
 		}
