@@ -90,6 +90,7 @@ func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 type QueryError struct {
 	Index  string
 	Reason string
+	Err    error // an underlying cause, if any
 }
 
 func (e *QueryError) Error() string {
@@ -99,6 +100,9 @@ func (e *QueryError) Error() string {
 // Is makes QueryError match ErrInvalidQuery.
 func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
 
+// Unwrap returns the underlying cause.
+func (e *QueryError) Unwrap() error { return e.Err }
+
 func indexLabel(name string) string {
 	if name == "" {
 		return "the base table"
@@ -106,8 +110,17 @@ func indexLabel(name string) string {
 	return "index " + name
 }
 
+// queryErr builds a *QueryError; the first error among args becomes its
+// cause, so errors.Is sees through it.
 func queryErr(index, format string, args ...any) error {
-	return &QueryError{Index: index, Reason: fmt.Sprintf(format, args...)}
+	e := &QueryError{Index: index, Reason: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			e.Err = err
+			break
+		}
+	}
+	return e
 }
 
 // CursorError is a cursor that failed strict decoding. It matches
