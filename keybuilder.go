@@ -480,8 +480,14 @@ func appendFloat(buf []byte, f float64) ([]byte, error) {
 func appendTime(buf []byte, t time.Time, tf timeFormat, width int) ([]byte, error) {
 	switch tf {
 	case timeUnixMilli:
+		if t.Nanosecond()%int(time.Millisecond) != 0 {
+			return buf, fmt.Errorf("%s has sub-millisecond precision, which format=unixms would drop (and mis-order against it): truncate it first", t.Format(time.RFC3339Nano))
+		}
 		return appendInt(buf, t.UnixMilli(), width)
 	case timeUnix:
+		if t.Nanosecond() != 0 {
+			return buf, fmt.Errorf("%s has sub-second precision, which format=unix would drop (and mis-order against it): truncate it first", t.Format(time.RFC3339Nano))
+		}
 		return appendInt(buf, t.Unix(), width)
 	}
 	t = t.UTC()
