@@ -271,7 +271,7 @@ func benchRawQuery(ctx context.Context, client *dynamodb.Client) ([]benchGSIItem
 			":0": &types.AttributeValueMemberS{Value: "general"},
 			":1": &types.AttributeValueMemberN{Value: "0"},
 		},
-		ScanIndexForward:       aws.Bool(false),
+		ScanIndexForward: aws.Bool(false),
 		// The request the library sends for a page of 25: one item more,
 		// to learn whether another page follows.
 		Limit:                  aws.Int32(benchCannedItems + 1),
