@@ -52,7 +52,6 @@ type KeyTextParser interface {
 
 var (
 	keyTexterType  = reflect.TypeFor[KeyTexter]()
-	keyParserType  = reflect.TypeFor[KeyTextParser]()
 	timeType       = reflect.TypeFor[time.Time]()
 	errNaN         = errors.New("NaN has no place in an order")
 	errNegative    = errors.New("negative values do not fit a fixed-width decimal")

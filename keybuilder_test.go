@@ -464,22 +464,6 @@ func kbSplitText(t testing.TB, v any) string {
 	return s
 }
 
-func kbEncodable(v []any) bool {
-	for _, c := range v {
-		switch c := c.(type) {
-		case float64:
-			if math.IsNaN(c) {
-				return false
-			}
-		case time.Time:
-			if y := c.UTC().Year(); y < 0 || y > 9999 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // kbRoundTripEqual reports whether got is what decoding want's key must give.
 func kbRoundTripEqual(t testing.TB, want, got any) {
 	t.Helper()

@@ -134,7 +134,7 @@ type qtLSI struct {
 
 // qtRecorder passes every call through to the real client and records each
 // Query input. With failAfter > 0, Query calls after the first failAfter fail
-// with qtErrInjected instead of reaching the server.
+// with errQTInjected instead of reaching the server.
 type qtRecorder struct {
 	Client
 	failAfter int
@@ -143,7 +143,7 @@ type qtRecorder struct {
 	inputs []dynamodb.QueryInput
 }
 
-var qtErrInjected = errors.New("qt: injected failure")
+var errQTInjected = errors.New("qt: injected failure")
 
 func (r *qtRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	r.mu.Lock()
@@ -151,7 +151,7 @@ func (r *qtRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, optFns 
 	n := len(r.inputs)
 	r.mu.Unlock()
 	if r.failAfter > 0 && n > r.failAfter {
-		return nil, qtErrInjected
+		return nil, errQTInjected
 	}
 	return r.Client.Query(ctx, in, optFns...)
 }
@@ -1187,7 +1187,7 @@ func TestQueryAll(t *testing.T) {
 			}
 			got2 = append(got2, v.ID)
 		}
-		require.ErrorIs(t, last, qtErrInjected)
+		require.ErrorIs(t, last, errQTInjected)
 		assert.Equal(t, live[:len(got2)], got2)
 		assert.Equal(t, 1, s.Requests, "%+v", s)
 		assert.Equal(t, len(got2), s.Returned)
