@@ -157,6 +157,7 @@ type schema struct {
 	indexes    []*keyDef
 	byName     map[string]*keyDef
 	attrs      map[string]bool // every attribute the model marshals
+	attrList   []string        // the same, in field order
 	fields     map[string]*field
 	version    *versionField // the field tagged ddbindex:"version", if any
 }
@@ -310,6 +311,9 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		}
 		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && !strings.Contains(string(sf.Tag), "dynamodbav") {
 			continue // embedded struct: its fields are visited on their own
+		}
+		if !s.attrs[attr] {
+			s.attrList = append(s.attrList, attr)
 		}
 		s.attrs[attr] = true
 		if !hasTag {

@@ -159,9 +159,9 @@ func (t *Table[T]) imageEntry(d *keyDef, img map[string]types.AttributeValue, te
 			}
 		}
 	default:
-		for k, v := range img {
-			if t.s.attrs[k] {
-				out[k] = v // the key fields too: they are model attributes
+		for _, a := range t.s.attrList {
+			if v, has := img[a]; has {
+				out[a] = v // the key fields too: they are model attributes
 			}
 		}
 	}
