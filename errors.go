@@ -61,6 +61,7 @@ type codedError struct {
 	msg  string
 }
 
+// Error implements the error interface.
 func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.code + "]" }
 
 // Code returns the stable code (such as "DDBX-300") of the ddbindex error in
@@ -93,6 +94,7 @@ type QueryError struct {
 	Err    error // an underlying cause, if any
 }
 
+// Error implements the error interface.
 func (e *QueryError) Error() string {
 	return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, ErrInvalidQuery.code)
 }
@@ -130,6 +132,7 @@ type CursorError struct {
 	Err    error // an underlying cause, if any
 }
 
+// Error implements the error interface.
 func (e *CursorError) Error() string {
 	s := "ddbindex: invalid cursor: " + e.Reason
 	if e.Err != nil {

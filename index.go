@@ -77,6 +77,7 @@ type DeclarationError struct {
 	Rule  string // what is wrong, and what to do
 }
 
+// Error implements the error interface.
 func (e *DeclarationError) Error() string {
 	var b strings.Builder
 	b.WriteString("ddbindex: ")

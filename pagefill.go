@@ -247,6 +247,7 @@ type CapError struct {
 	Cursor string  // continues after what was returned
 }
 
+// Error implements the error interface.
 func (e *CapError) Error() string {
 	return fmt.Sprintf("ddbindex: %s cap of %g reached (used %g); continue with the returned cursor [%s]", e.Cap, e.Limit, e.Used, ErrCapReached.code)
 }

@@ -167,6 +167,7 @@ type SchemaError struct {
 	Problems []string
 }
 
+// Error implements the error interface.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("ddbindex: the live schema does not match the declarations [%s]:\n  - %s",
 		ErrSchemaMismatch.code, strings.Join(e.Problems, "\n  - "))

@@ -32,6 +32,7 @@ type ConflictError struct {
 	Err    error    // the DynamoDB error
 }
 
+// Error implements the error interface.
 func (e *ConflictError) Error() string {
 	what := "a condition failed"
 	if len(e.Failed) > 0 {
