@@ -96,10 +96,10 @@ func (q Query[T]) ReportTo(s *Stats) Query[T] { q.report = s; return q }
 type Page[T any] struct {
 	// Items are the live items of the page, in index order.
 	Items []T
-	// Cursor continues after the last item; it is "" when the query has no
-	// more items. A page that ends exactly at the last item may still carry
-	// a cursor (knowing that nothing follows would take another read): the
-	// page after it is then empty, with an empty Cursor.
+	// Cursor continues after the last item; it is "" exactly when no live
+	// item follows (the page fill reads one live item ahead), so a cursor
+	// never leads to an empty page. A page cut short by a cap has a cursor
+	// too (see ErrCapReached).
 	Cursor string
 	// Stats is what the page cost.
 	Stats Stats
