@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -91,7 +90,7 @@ func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
 		table := t.tableOf(d)
 		switch {
 		case newE != nil && oldE != nil && sameKey(d, oldE, newE):
-			if !sameEntry(oldE, newE, t.opts.VersionAttr) {
+			if !sameAttrs(oldE, newE, t.opts.VersionAttr) {
 				out = append(out, IndexWrite{Index: d.name, Table: table, Item: newE})
 			}
 		default:
@@ -203,24 +202,6 @@ func isDecimal(s string) bool {
 	return true
 }
 
-// liveImage returns img, or nil when it is absent or a soft-deleted item.
-func (t *Table[T]) liveImage(img map[string]types.AttributeValue) map[string]types.AttributeValue {
-	if len(img) == 0 {
-		return nil
-	}
-	if b, ok := img[t.opts.DeletedAttr].(*types.AttributeValueMemberBOOL); ok && b.Value {
-		return nil
-	}
-	return img
-}
-
-// markTombstone turns an entry into its tombstone, in place: the same entry,
-// marked deleted, expiring after the retention.
-func (t *Table[T]) markTombstone(e map[string]types.AttributeValue) {
-	e[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
-	e[t.opts.TTLAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.opts.Now().Add(t.opts.Retention).Unix(), 10)}
-}
-
 func sameKey(d *keyDef, a, b map[string]types.AttributeValue) bool {
 	for _, k := range []*keyAttr{d.pk, d.sk} {
 		if k != nil && !avEqual(a[k.attr], b[k.attr]) {
@@ -230,12 +211,15 @@ func sameKey(d *keyDef, a, b map[string]types.AttributeValue) bool {
 	return true
 }
 
-func sameEntry(a, b map[string]types.AttributeValue, versionAttr string) bool {
+// sameAttrs reports whether two items hold equal attributes, except the
+// one named except (which both must hold or lack alike for the counts to
+// match); except "" compares everything.
+func sameAttrs(a, b map[string]types.AttributeValue, except string) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for k, v := range a {
-		if k == versionAttr {
+		if k == except {
 			continue
 		}
 		w, has := b[k]

@@ -247,7 +247,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	var base action
 	if t.s.softDelete {
 		upd := expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
-			Set(expression.Name(t.opts.TTLAttr), expression.Value(t.opts.Now().Add(t.opts.Retention).Unix()))
+			Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
 		if t.s.version != nil {
 			upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
 		}
@@ -317,7 +317,7 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	if err != nil {
 		return to, err
 	}
-	if sameAVMap(pf.key, pt.key) {
+	if sameAttrs(pf.key, pt.key, "") {
 		return to, writeErr("Move of %s to the same key %s: use Put", t.s.model, keyString(pt.key))
 	}
 	var old map[string]types.AttributeValue
@@ -531,18 +531,6 @@ func (t *Table[T]) conflict(op string, err error, what string) error {
 		return &ConflictError{Op: op, Failed: []string{what}, Err: err}
 	}
 	return fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
-}
-
-func sameAVMap(a, b map[string]types.AttributeValue) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !reflect.DeepEqual(v, b[k]) {
-			return false
-		}
-	}
-	return true
 }
 
 func keyString(key map[string]types.AttributeValue) string {
