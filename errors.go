@@ -53,6 +53,17 @@ var (
 	// same key, an item without its key values, a malformed version
 	// (code DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
+
+	// ErrStreamGap: the stream no longer holds records the consumer had not
+	// applied yet (DynamoDB Streams keeps records for 24 hours), so index
+	// tables may miss changes (code DDBX-700). Backfill the index tables,
+	// then move the checkpoint on.
+	ErrStreamGap = &codedError{"DDBX-700", "stream records were trimmed before they were applied"}
+
+	// ErrPoisonRecord: a stream record whose index writes can never be made,
+	// however often it is retried (code DDBX-701). The error names the
+	// record; a consumer stops on it unless told to skip and report it.
+	ErrPoisonRecord = &codedError{"DDBX-701", "stream record cannot be applied"}
 )
 
 // codedError is a sentinel with a stable code.
@@ -68,7 +79,8 @@ func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.cod
 // err's chain, or "" when there is none.
 func Code(err error) string {
 	for _, s := range []*codedError{ErrDeclaration, ErrInvalidQuery, ErrInvalidCursor, ErrNoProgress,
-		ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange, ErrTooManyActions, ErrInvalidWrite} {
+		ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange, ErrTooManyActions, ErrInvalidWrite,
+		ErrStreamGap, ErrPoisonRecord} {
 		if errors.Is(err, s) {
 			return s.code
 		}

@@ -26,10 +26,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
 const (
@@ -201,4 +205,45 @@ func NewClient() *dynamodb.Client {
 		panic("ddbtest: " + err.Error() + ": examples talk to a server; set DDBINDEX_ENDPOINT or run `make test`")
 	}
 	return c.db
+}
+
+// Faulty returns DynamoDB and DynamoDB Streams clients for the endpoint whose
+// requests go through a fault-injecting transport with policy, and the
+// transport (to count what it injected). retryer is the clients' retryer:
+// nil keeps the SDK's standard one (3 attempts, with its retry quota);
+// NoQuotaRetryer lifts the quota for fault rates a production client would
+// give up on. It skips the test when no endpoint is set.
+func Faulty(tb testing.TB, policy faults.Policy, retryer func() aws.Retryer) (*dynamodb.Client, *dynamodbstreams.Client, *faults.Transport) {
+	tb.Helper()
+	base := clientsFor(tb)
+	ft := faults.New(nil, policy)
+	db := dynamodb.New(base.db.Options(), func(o *dynamodb.Options) {
+		o.HTTPClient = ft.Client()
+		if retryer != nil {
+			o.Retryer = retryer()
+		} else {
+			o.Retryer = retry.NewStandard()
+		}
+	})
+	st := dynamodbstreams.New(base.streams.Options(), func(o *dynamodbstreams.Options) {
+		o.HTTPClient = ft.Client()
+		if retryer != nil {
+			o.Retryer = retryer()
+		} else {
+			o.Retryer = retry.NewStandard()
+		}
+	})
+	return db, st, ft
+}
+
+// NoQuotaRetryer returns the SDK's standard retryer with maxAttempts
+// attempts and no retry quota (ratelimit.None), so that a high injected
+// fault rate does not exhaust the quota shared by every call of a client.
+func NoQuotaRetryer(maxAttempts int) func() aws.Retryer {
+	return func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = maxAttempts
+			o.RateLimiter = ratelimit.None
+		})
+	}
 }
