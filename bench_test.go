@@ -97,41 +97,8 @@ func benchNewGSIItem(channel string, seq int64) benchGSIItem {
 	return benchGSIItem{ID: id, Channel: channel, Seq: seq, Title: title, Author: author, Body: benchBody, Votes: votes, Open: open, Tags: tags}
 }
 
-// benchItemSize is DynamoDB's size of an item: attribute names plus values
-// (numbers approximated by their digit count).
-func benchItemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + benchValueSize(v)
-	}
-	return n
-}
-
-func benchValueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + benchValueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + benchValueSize(e)
-		}
-		return n
-	}
-	panic(fmt.Sprintf("benchValueSize: %T", v))
-}
+// benchItemSize is DynamoDB's size of an item, as the page fill counts it.
+func benchItemSize(item map[string]types.AttributeValue) int { return itemSize(item) }
 
 // ---- Overhead: canned response ------------------------------------------------
 
@@ -419,12 +386,23 @@ func benchLoad(tb testing.TB, t *Table[benchFeedItem], channel string, dead []bo
 	}
 }
 
-// benchCost is what a run of pages cost.
+// benchCost is what one page cost.
 type benchCost struct {
 	requests int
 	units    float64
-	items    int // live items returned
-	pages    int // pages returned (stopping early when the cursor ends)
+}
+
+// benchPages is what a run of pages cost, page by page.
+type benchPages []benchCost
+
+// sum adds up pages [from, to).
+func (ps benchPages) sum(from, to int) benchCost {
+	var c benchCost
+	for _, p := range ps[min(from, len(ps)):min(to, len(ps))] {
+		c.requests += p.requests
+		c.units += p.units
+	}
+	return c
 }
 
 // benchRaw sends the page-fill baselines' requests: the library's own
@@ -433,7 +411,7 @@ type benchCost struct {
 type benchRaw struct {
 	client *dynamodb.Client
 	input  dynamodb.QueryInput
-	cost   *benchCost
+	cost   benchCost
 }
 
 func (r *benchRaw) query(ctx context.Context, limit int, esk map[string]types.AttributeValue) (*dynamodb.QueryOutput, error) {
@@ -453,33 +431,43 @@ func (r *benchRaw) query(ctx context.Context, limit int, esk map[string]types.At
 	return out, nil
 }
 
+// page ends a page: it appends what the page cost and starts the next.
+func (r *benchRaw) page(ps benchPages) benchPages {
+	ps = append(ps, r.cost)
+	r.cost = benchCost{}
+	return ps
+}
+
 // benchStrategy reads benchFillPages pages of benchFillPageSize live items
 // from the start of the partition, descending, stopping early when the
-// partition ends, and returns what they cost. dead is the partition's
+// partition ends, and returns what each page cost. dead is the partition's
 // tombstone pattern, which only benchFloor reads.
-type benchStrategy func(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchCost, error)
+type benchStrategy func(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchPages, error)
 
 // benchLibrary is ddbindex's Page, following its cursor.
-func benchLibrary(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchCost, error) {
-	var c benchCost
+func benchLibrary(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
+	var ps benchPages
 	cursor := ""
 	for range benchFillPages {
 		page, err := t.Query("feed", channel).Desc().Limit(benchFillPageSize).After(cursor).Page(ctx)
 		if err != nil {
-			return c, err
+			return ps, err
 		}
-		c.pages++
-		c.requests += page.Stats.Requests
-		c.units += page.Stats.ReadUnits
-		c.items += len(page.Items)
+		ps = append(ps, benchCost{page.Stats.Requests, page.Stats.ReadUnits})
 		if cursor = page.Cursor; cursor == "" {
 			break
 		}
 	}
-	return c, nil
+	return ps, nil
 }
 
-func benchRawFor(t *Table[benchFeedItem], channel string, c *benchCost) (*benchRaw, error) {
+// benchLibraryCold is benchLibrary on a Table that has not read the
+// partition before: the page fill's memory of live ratios is empty.
+func benchLibraryCold(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchPages, error) {
+	return benchLibrary(ctx, coldMemo(t), channel, dead)
+}
+
+func benchRawFor(t *Table[benchFeedItem], channel string) (*benchRaw, error) {
 	d, err := t.index("feed")
 	if err != nil {
 		return nil, err
@@ -488,17 +476,17 @@ func benchRawFor(t *Table[benchFeedItem], channel string, c *benchCost) (*benchR
 	if err != nil {
 		return nil, err
 	}
-	return &benchRaw{client: t.client.(*dynamodb.Client), input: p.input, cost: c}, nil
+	return &benchRaw{client: t.client.(*dynamodb.Client), input: p.input}, nil
 }
 
 // benchNaive is the source write-up's loop: ask for the items still missing
 // (Limit = remaining) until the page is full or there is no
 // LastEvaluatedKey; the next page starts from the LastEvaluatedKey.
-func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchCost, error) {
-	var c benchCost
-	raw, err := benchRawFor(t, channel, &c)
+func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
+	var ps benchPages
+	raw, err := benchRawFor(t, channel)
 	if err != nil {
-		return c, err
+		return ps, err
 	}
 	var esk map[string]types.AttributeValue
 	for range benchFillPages {
@@ -506,7 +494,7 @@ func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string, _ 
 		for {
 			out, err := raw.query(ctx, benchFillPageSize-got, esk)
 			if err != nil {
-				return c, err
+				return ps, err
 			}
 			got += len(out.Items)
 			esk = out.LastEvaluatedKey
@@ -514,23 +502,22 @@ func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string, _ 
 				break
 			}
 		}
-		c.pages++
-		c.items += got
+		ps = raw.page(ps)
 		if len(esk) == 0 {
 			break
 		}
 	}
-	return c, nil
+	return ps, nil
 }
 
 // benchUnlimited is what guregu/dynamo does with a filter: no Limit on the
 // request, keep the first page-size live items, and start the next page from
 // the last one kept.
-func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchCost, error) {
-	var c benchCost
-	raw, err := benchRawFor(t, channel, &c)
+func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
+	var ps benchPages
+	raw, err := benchRawFor(t, channel)
 	if err != nil {
-		return c, err
+		return ps, err
 	}
 	d, _ := t.index("feed")
 	var esk map[string]types.AttributeValue
@@ -539,7 +526,7 @@ func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string
 		for {
 			out, err := raw.query(ctx, 0, esk)
 			if err != nil {
-				return c, err
+				return ps, err
 			}
 			need := benchFillPageSize - len(kept)
 			if len(out.Items) >= need {
@@ -557,23 +544,22 @@ func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string
 				break
 			}
 		}
-		c.pages++
-		c.items += len(kept)
+		ps = raw.page(ps)
 		if len(esk) == 0 {
 			break
 		}
 	}
-	return c, nil
+	return ps, nil
 }
 
 // benchFloor is a lower bound no strategy can beat, for reference: knowing
 // where the tombstones are, it reads each page in one request that ends at
 // the page's last live item.
-func benchFloor(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchCost, error) {
-	var c benchCost
-	raw, err := benchRawFor(t, channel, &c)
+func benchFloor(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchPages, error) {
+	var ps benchPages
+	raw, err := benchRawFor(t, channel)
 	if err != nil {
-		return c, err
+		return ps, err
 	}
 	var esk map[string]types.AttributeValue
 	i := len(dead) - 1 // descending: the item with the highest Seq first
@@ -587,27 +573,46 @@ func benchFloor(ctx context.Context, t *Table[benchFeedItem], channel string, de
 		}
 		out, err := raw.query(ctx, n, esk)
 		if err != nil {
-			return c, err
+			return ps, err
 		}
 		if len(out.Items) != live {
-			return c, fmt.Errorf("floor: %d live items, want %d", len(out.Items), live)
+			return ps, fmt.Errorf("floor: %d live items, want %d", len(out.Items), live)
 		}
-		c.pages++
-		c.items += live
-		if i < 0 {
-			break
+		ps = raw.page(ps)
+		if !slices.Contains(dead[:i+1], false) {
+			break // the library's cursor ends here too
 		}
 		esk = out.LastEvaluatedKey
 	}
-	return c, nil
+	return ps, nil
 }
 
-// BenchmarkPageFill reports, for each tombstone density and strategy, the
+// benchFillPatterns are BenchmarkPageFill's tombstone patterns, in reading
+// order (the first entry is read first), from pagefill_model_test.go's list.
+func benchFillPatterns() []pfmPattern {
+	want := map[string]bool{
+		"uniform 0": true, "uniform 0.5": true, "uniform 0.9": true, "uniform 0.99": true,
+		"run 500 after page 1, bg 0": true, "run 500 after page 1, bg 0.5": true,
+		"run 500 mid page 2, bg 0": true, "run 2000 at start, bg 0": true,
+		"alternating 25 live/100 dead, bg 0": true, "all dead but the last": true,
+	}
+	var out []pfmPattern
+	for _, p := range pfmPatterns(benchFillItems, []int{500, 2000}) {
+		if want[p.name] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// BenchmarkPageFill reports, for each tombstone pattern and strategy, the
 // requests and read units five consecutive descending pages of 20 live items
-// cost (fewer when the partition ends first), summed over the pages and per
-// page. The data is the same for every strategy: one partition of 3,000
-// entries of about 240 bytes, tombstones spread uniformly at random with a
-// fixed seed.
+// cost (fewer when the partition ends first): in all, for page 1, and for
+// pages 2-5. The library's sub-benchmarks also report their ratios to the
+// naive loop and to the floor measured in the same run. The data is one
+// partition of 3,000 entries of about 240 bytes per pattern; "library" is a
+// Table that has served the partition before (b.Loop runs it many times),
+// "library-cold" one that has not.
 func BenchmarkPageFill(b *testing.B) {
 	t, _ := newTestTable[benchFeedItem](b)
 	ctx := context.Background()
@@ -616,29 +621,48 @@ func BenchmarkPageFill(b *testing.B) {
 		run  benchStrategy
 	}{
 		{"library", benchLibrary},
+		{"library-cold", benchLibraryCold},
 		{"naive", benchNaive},
 		{"unlimited", benchUnlimited},
 		{"floor", benchFloor},
 	}
-	for _, density := range []float64{0, 0.5, 0.9, 0.99} {
-		channel := fmt.Sprintf("d%g", density)
-		dead := benchTombstones(benchFillItems, density, benchFillSeed)
+	for i, p := range benchFillPatterns() {
+		channel := fmt.Sprintf("p%d", i)
+		dead := slices.Clone(p.dead)
+		slices.Reverse(dead) // benchLoad's order: item i has Seq i+1, read descending
 		var load sync.Once
 		for _, s := range strategies {
-			b.Run(fmt.Sprintf("density=%g/%s", density, s.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", strings.ReplaceAll(p.name, " ", "_"), s.name), func(b *testing.B) {
 				load.Do(func() { benchLoad(b, t, channel, dead) })
-				var c benchCost
+				var ps benchPages
 				for b.Loop() {
 					var err error
-					if c, err = s.run(ctx, t, channel, dead); err != nil {
+					if ps, err = s.run(ctx, t, channel, dead); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(c.requests), "requests/5pages")
-				b.ReportMetric(c.units, "RU/5pages")
-				b.ReportMetric(float64(c.requests)/float64(c.pages), "requests/page")
-				b.ReportMetric(c.units/float64(c.pages), "RU/page")
-				b.ReportMetric(float64(c.items), "items/5pages")
+				all := ps.sum(0, len(ps))
+				b.ReportMetric(float64(all.requests), "requests")
+				b.ReportMetric(all.units, "RU")
+				b.ReportMetric(float64(ps.sum(0, 1).requests), "p1-requests")
+				b.ReportMetric(ps.sum(0, 1).units, "p1-RU")
+				b.ReportMetric(float64(ps.sum(1, len(ps)).requests), "p2-5-requests")
+				b.ReportMetric(ps.sum(1, len(ps)).units, "p2-5-RU")
+				if strings.HasPrefix(s.name, "library") {
+					naive, err := benchNaive(ctx, t, channel, dead)
+					if err != nil {
+						b.Fatal(err)
+					}
+					floor, err := benchFloor(ctx, t, channel, dead)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, f := naive.sum(0, len(naive)), floor.sum(0, len(floor))
+					b.ReportMetric(all.units/n.units, "RU/naive")
+					b.ReportMetric(all.units/f.units, "RU/floor")
+					b.ReportMetric(float64(all.requests)/float64(n.requests), "requests/naive")
+					b.ReportMetric(float64(all.requests)/float64(f.requests), "requests/floor")
+				}
 			})
 		}
 	}

@@ -16,31 +16,49 @@ import (
 // back. A cursor is the unpadded URL-safe Base64 of
 //
 //	version   1 byte (cursorVersion)
-//	flags     1 byte (bit 0: descending)
+//	flags     1 byte (bit 0: descending; bit 1: a next position follows)
 //	index     uvarint length + logical index name ("" for the base table)
 //	count     uvarint: number of fields
 //	fields    count × (uvarint length + attribute name, uvarint length + key text)
+//	[next]    count × (uvarint length + key text), when flag bit 1 is set
 //	[mac]     32 bytes of HMAC-SHA256 over everything before it, when signed
 //
 // It names a logical position: the canonical key text of every field the
 // index key and the base key are made of, so a cursor minted while an index
-// was a GSI goes on working once it is an index table, and back. Decoding is
-// strict: every field must be the index's, in order, of its declared form,
-// and the position must lie in the query's partition and range.
+// was a GSI goes on working once it is an index table, and back. The fields
+// are the last item of the page; next, when present, is the first live item
+// after it, which the page fill read ahead: everything between the two was
+// read and found dead, so the next page may start at next instead of reading
+// them again. Both come from live items only, so a GSI and an index table
+// over the same live items mint the same cursor. Decoding is strict: every
+// field must be the index's, in order, of its declared form, and both
+// positions must lie in the query's partition and range, next after the
+// last item.
 
 const (
 	cursorVersion = 1
 	flagDesc      = 1 << 0
+	flagNext      = 1 << 1
 	macSize       = sha256.Size
 )
 
 var cursorEncoding = base64.RawURLEncoding.Strict()
 
-// encodeCursor mints the cursor for a position in d.
-func encodeCursor(d *keyDef, pos position, desc bool, key []byte) string {
+// cursorPos is what a cursor names: the position after which the next page
+// starts, and, when the page fill read it, the first live item after it.
+type cursorPos struct {
+	at   position
+	next position // nil when unknown
+}
+
+// encodeCursor mints the cursor for c in d.
+func encodeCursor(d *keyDef, c cursorPos, desc bool, key []byte) string {
 	n := 2 + stringSize(d.name) + uvarintSize(uint64(len(d.slots)))
 	for i, f := range d.slots {
-		n += stringSize(f.attr) + stringSize(pos[i])
+		n += stringSize(f.attr) + stringSize(c.at[i])
+	}
+	for _, t := range c.next {
+		n += stringSize(t)
 	}
 	if key != nil {
 		n += macSize
@@ -51,12 +69,18 @@ func encodeCursor(d *keyDef, pos position, desc bool, key []byte) string {
 	if desc {
 		flags |= flagDesc
 	}
+	if c.next != nil {
+		flags |= flagNext
+	}
 	b = append(b, cursorVersion, flags)
 	b = appendString(b, d.name)
 	b = binary.AppendUvarint(b, uint64(len(d.slots)))
 	for i, f := range d.slots {
 		b = appendString(b, f.attr)
-		b = appendString(b, pos[i])
+		b = appendString(b, c.at[i])
+	}
+	for _, t := range c.next {
+		b = appendString(b, t)
 	}
 	if key != nil {
 		m := hmac.New(sha256.New, key)
@@ -124,93 +148,111 @@ func (r *cursorReader) str() (string, string) {
 }
 
 // decodeCursor strictly decodes a cursor minted for d, and returns its
-// position. It checks the size cap, the encoding (canonical: no line breaks,
+// positions. It checks the size cap, the encoding (canonical: no line breaks,
 // minimal varints), the signature, the version, the order, the index, and
-// every field's name, order and form. The caller checks the position against
+// every field's name, order and form. The caller checks the positions against
 // the query's partition and condition.
-func decodeCursor(d *keyDef, token string, desc bool, o *Options) (position, error) {
+func decodeCursor(d *keyDef, token string, desc bool, o *Options) (cursorPos, error) {
+	var none cursorPos
 	if len(token) > o.MaxCursorBytes {
-		return nil, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)
+		return none, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)
 	}
 	// The decoder skips CR and LF even in strict mode; a cursor has none.
 	if strings.ContainsAny(token, "\r\n") {
-		return nil, cursorErr(nil, "not unpadded URL-safe Base64 (line break)")
+		return none, cursorErr(nil, "not unpadded URL-safe Base64 (line break)")
 	}
 	raw, err := cursorEncoding.DecodeString(token)
 	if err != nil {
-		return nil, cursorErr(nil, "not unpadded URL-safe Base64")
+		return none, cursorErr(nil, "not unpadded URL-safe Base64")
 	}
 	if o.CursorKey != nil {
 		if len(raw) < macSize+2 {
-			return nil, cursorErr(nil, "too short to carry a signature")
+			return none, cursorErr(nil, "too short to carry a signature")
 		}
 		body, sig := raw[:len(raw)-macSize], raw[len(raw)-macSize:]
 		m := hmac.New(sha256.New, o.CursorKey)
 		m.Write(body)
 		if !hmac.Equal(m.Sum(nil), sig) {
-			return nil, cursorErr(nil, "signature does not match")
+			return none, cursorErr(nil, "signature does not match")
 		}
 		raw = body
 	}
 	if len(raw) < 2 {
-		return nil, cursorErr(nil, "truncated")
+		return none, cursorErr(nil, "truncated")
 	}
 	if raw[0] != cursorVersion {
-		return nil, cursorErr(nil, "unknown version %d", raw[0])
+		return none, cursorErr(nil, "unknown version %d", raw[0])
 	}
-	if raw[1]&^flagDesc != 0 {
-		return nil, cursorErr(nil, "unknown flags 0x%02x", raw[1])
+	if raw[1]&^(flagDesc|flagNext) != 0 {
+		return none, cursorErr(nil, "unknown flags 0x%02x", raw[1])
 	}
 	if (raw[1]&flagDesc != 0) != desc {
 		if desc {
-			return nil, cursorErr(nil, "minted for an ascending query, used in a descending one")
+			return none, cursorErr(nil, "minted for an ascending query, used in a descending one")
 		}
-		return nil, cursorErr(nil, "minted for a descending query, used in an ascending one")
+		return none, cursorErr(nil, "minted for a descending query, used in an ascending one")
 	}
 	r := cursorReader{s: string(raw), off: 2}
 	name, bad := r.str()
 	if bad != "" {
-		return nil, cursorErr(nil, "index name: %s", bad)
+		return none, cursorErr(nil, "index name: %s", bad)
 	}
 	if name != d.name {
-		return nil, cursorErr(nil, "minted for %s, used on %s", untrustedLabel(name), indexLabel(d.name))
+		return none, cursorErr(nil, "minted for %s, used on %s", untrustedLabel(name), indexLabel(d.name))
 	}
 	count, bad := r.uvarint()
 	if bad != "" {
-		return nil, cursorErr(nil, "field count: %s", bad)
+		return none, cursorErr(nil, "field count: %s", bad)
 	}
 	if count != uint64(len(d.slots)) {
-		return nil, cursorErr(nil, "%d fields, %s has %d", count, indexLabel(d.name), len(d.slots))
+		return none, cursorErr(nil, "%d fields, %s has %d", count, indexLabel(d.name), len(d.slots))
 	}
-	pos := make(position, len(d.slots))
+	at := make(position, len(d.slots))
 	for i, f := range d.slots {
 		attr, bad := r.str()
 		if bad != "" {
-			return nil, cursorErr(nil, "name of field %d: %s", i, bad)
+			return none, cursorErr(nil, "name of field %d: %s", i, bad)
 		}
 		if attr != f.attr {
-			return nil, cursorErr(nil, "field %d is %q, want %q", i, untrusted(attr), f.attr)
+			return none, cursorErr(nil, "field %d is %q, want %q", i, untrusted(attr), f.attr)
 		}
-		text, bad := r.str()
-		if bad != "" {
-			return nil, cursorErr(nil, "value of %s: %s", attr, bad)
+		if at[i], err = r.text(f, ""); err != nil {
+			return none, err
 		}
-		switch f.canon.kind {
-		case encString, encCustom:
-			// Stored in a DynamoDB String.
-			if !utf8.ValidString(text) {
-				return nil, cursorErr(nil, "value of %s is not valid UTF-8", attr)
+	}
+	c := cursorPos{at: at}
+	if raw[1]&flagNext != 0 {
+		c.next = make(position, len(d.slots))
+		for i, f := range d.slots {
+			if c.next[i], err = r.text(f, "next position: "); err != nil {
+				return none, err
 			}
 		}
-		if err := checkText(f, text); err != nil {
-			return nil, cursorErr(err, "value of %s is not a %s", attr, f.typ)
-		}
-		pos[i] = text
 	}
 	if r.off != len(r.s) {
-		return nil, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)
+		return none, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)
 	}
-	return pos, nil
+	return c, nil
+}
+
+// text reads the key text of field f and checks its form; where prefixes
+// the reason of an error.
+func (r *cursorReader) text(f *field, where string) (string, error) {
+	text, bad := r.str()
+	if bad != "" {
+		return "", cursorErr(nil, "%svalue of %s: %s", where, f.attr, bad)
+	}
+	switch f.canon.kind {
+	case encString, encCustom:
+		// Stored in a DynamoDB String.
+		if !utf8.ValidString(text) {
+			return "", cursorErr(nil, "%svalue of %s is not valid UTF-8", where, f.attr)
+		}
+	}
+	if err := checkText(f, text); err != nil {
+		return "", cursorErr(err, "%svalue of %s is not a %s", where, f.attr, f.typ)
+	}
+	return text, nil
 }
 
 // checkText reports whether text is the canonical key text of a value of f.

@@ -453,8 +453,8 @@ func curxAccepted[T any](t testing.TB, q Query[T], msgAndArgs ...any) position {
 	t.Helper()
 	p, err := q.plan()
 	require.NoError(t, err, msgAndArgs...)
-	require.NotNil(t, p.start, msgAndArgs...)
-	return p.start
+	require.NotNil(t, p.start.at, msgAndArgs...)
+	return p.start.at
 }
 
 // ---- integration: portability between index types -----------------------------------
@@ -711,7 +711,7 @@ func TestCursorPageAfterLast(t *testing.T) {
 					cursor = pa.Cursor
 				}
 				require.Empty(t, cursor, "the last page, full as it is, has no cursor: nothing live follows")
-				lastItem := encodeCursor(d, curxPos(t, env.a, d, ordered[len(ordered)-1]), desc, nil)
+				lastItem := encodeCursor(d, cursorPos{at: curxPos(t, env.a, d, ordered[len(ordered)-1])}, desc, nil)
 				for range 2 {
 					pa, pb := read(lastItem)
 					require.Empty(t, pa.Items)
@@ -780,7 +780,10 @@ func TestCursorSigned(t *testing.T) {
 		raw, err := cursorEncoding.DecodeString(p.Cursor)
 		require.NoError(t, err)
 		d := curxDef(t, env.a, "by_status")
-		unsigned := encodeCursor(d, curxPos(t, env.a, d, p.Items[len(p.Items)-1]), false, nil)
+		c, err := decodeCursor(d, p.Cursor, false, &env.a.opts)
+		require.NoError(t, err)
+		require.Equal(t, curxPos(t, env.a, d, p.Items[len(p.Items)-1]), c.at, "the cursor names the page's last item")
+		unsigned := encodeCursor(d, c, false, nil)
 		require.Equal(t, unsigned, curxToken(raw[:len(raw)-macSize]), "a signed cursor is the unsigned one plus the MAC")
 		cursor = p.Cursor
 	}
@@ -788,7 +791,7 @@ func TestCursorSigned(t *testing.T) {
 
 	d := curxDef(t, env.a, "by_status")
 	pos := curxPos(t, env.a, d, env.items["T1"][4])
-	signed := encodeCursor(d, pos, false, key)
+	signed := encodeCursor(d, cursorPos{at: pos}, false, key)
 	raw, err := cursorEncoding.DecodeString(signed)
 	require.NoError(t, err)
 	signedTb := curxNoCall[curxTicket](t, withKey)
@@ -802,9 +805,9 @@ func TestCursorSigned(t *testing.T) {
 			curxRejected(t, tb.Query("by_status", "T1").After(tok))
 		})
 	}
-	reject("unsigned", signedTb, encodeCursor(d, pos, false, nil))
-	reject("other-key", signedTb, encodeCursor(d, pos, false, []byte("another key")))
-	reject("empty-key-sig", signedTb, encodeCursor(d, pos, false, []byte{}))
+	reject("unsigned", signedTb, encodeCursor(d, cursorPos{at: pos}, false, nil))
+	reject("other-key", signedTb, encodeCursor(d, cursorPos{at: pos}, false, []byte("another key")))
+	reject("empty-key-sig", signedTb, encodeCursor(d, cursorPos{at: pos}, false, []byte{}))
 	reject("signed-on-unsigned-table", plainTb, signed)
 	reject("too-short", signedTb, curxToken(raw[:macSize+1]))
 	reject("mac-only", signedTb, curxToken(raw[len(raw)-macSize:]))
@@ -821,7 +824,7 @@ func TestCursorSigned(t *testing.T) {
 	reject("signed-bad-version", signedTb, curxToken(curxMAC(body.bytes(), key)))
 	other := slices.Clone(pos)
 	other[0] = "T2"
-	reject("signed-other-partition", signedTb, encodeCursor(d, other, false, key))
+	reject("signed-other-partition", signedTb, encodeCursor(d, cursorPos{at: other}, false, key))
 }
 
 // curxMAC appends the HMAC-SHA256 of raw under key, as a signed cursor
@@ -847,7 +850,7 @@ func TestCursorStrictDecoding(t *testing.T) {
 	q := tb.Query("by_status", "T1")
 	require.Equal(t, pos, curxAccepted(t, q.After(curxToken(good.bytes()))))
 	require.Equal(t, pos, curxAccepted(t, q.Where(Eq("open")).After(curxToken(good.bytes()))))
-	require.Equal(t, pos, curxAccepted(t, q.Desc().After(encodeCursor(d, pos, true, nil))))
+	require.Equal(t, pos, curxAccepted(t, q.Desc().After(encodeCursor(d, cursorPos{at: pos}, true, nil))))
 
 	mod := func(f func(r *curxRaw)) string {
 		r := good
@@ -864,7 +867,7 @@ func TestCursorStrictDecoding(t *testing.T) {
 	}{
 		{"version-0", q, mod(func(r *curxRaw) { r.version = 0 }), "version"},
 		{"version-2", q, mod(func(r *curxRaw) { r.version = 2 }), "version"},
-		{"unknown-flag", q, mod(func(r *curxRaw) { r.flags = 0x02 }), "flags"},
+		{"unknown-flag", q, mod(func(r *curxRaw) { r.flags = 0x04 }), "flags"},
 		{"desc-cursor-asc-query", q, mod(func(r *curxRaw) { r.flags = flagDesc }), "descending"},
 		{"asc-cursor-desc-query", q.Desc(), goodTok, "ascending"},
 		{"other-index", q, mod(func(r *curxRaw) { r.index = "by_seq" }), "by_seq"},
@@ -935,7 +938,7 @@ func TestCursorNativeSortCondition(t *testing.T) {
 	tb := curxNoCall[curxTicket](t)
 	d := curxDef(t, tb, "by_seq")
 	at := func(seq int64) string {
-		return encodeCursor(d, curxPos(t, tb, d, curxTicket{Team: "T1", ID: "x", Seq: seq}), false, nil)
+		return encodeCursor(d, cursorPos{at: curxPos(t, tb, d, curxTicket{Team: "T1", ID: "x", Seq: seq})}, false, nil)
 	}
 	q := tb.Query("by_seq", "T1")
 	curxAccepted(t, q.Where(Gt(int64(9))).After(at(10)))
@@ -1055,8 +1058,9 @@ func TestCursorTampered(t *testing.T) {
 				}
 				decoded++
 				// The page holds the first 3 items strictly after the position.
-				pos, err := decodeCursor(d, v, false, &tb.opts)
+				c, err := decodeCursor(d, v, false, &tb.opts)
 				require.NoError(t, err)
+				pos := c.at
 				got := curxIDs(p.Items)
 				if index == "by_seq" {
 					// Items whose native sort value equals the position's follow
@@ -1069,8 +1073,14 @@ func TestCursorTampered(t *testing.T) {
 					}
 				}
 				want := []string{}
+				// With a next position the page starts there, on an index
+				// whose sort key can express it; else after the position.
+				from, incl := pos, false
+				if c.next != nil && d.uniqueSort() && d.sk.scalar != types.ScalarAttributeTypeN {
+					from, incl = c.next, true
+				}
 				for _, it := range ordered {
-					if curxAfter(t, index, it, pos) {
+					if curxAfter(t, index, it, from) || (incl && slices.Equal(curxPos(t, tb, d, it), from)) {
 						want = append(want, it.ID)
 					}
 				}
@@ -1121,7 +1131,7 @@ func TestCursorTruncated(t *testing.T) {
 			for _, index := range []string{"", "by_status", "by_seq", "by_created"} {
 				d := curxDef(t, tb, index)
 				it := curxItems("T1", 3)[2]
-				tok := encodeCursor(d, curxPos(t, tb, d, it), false, k)
+				tok := encodeCursor(d, cursorPos{at: curxPos(t, tb, d, it)}, false, k)
 				q := tb.Query(index, "T1")
 				curxAccepted(t, q.After(tok))
 				for n := 1; n < len(tok); n++ {
@@ -1146,7 +1156,7 @@ func TestCursorOversized(t *testing.T) {
 	// An 800-byte id makes a cursor over 1 KB, which the default cap
 	// (4096) accepts.
 	long := curxTicket{Team: "T1", ID: strings.Repeat("i", 800), Status: "open", Created: curxEpoch}
-	tok := encodeCursor(d, curxPos(t, tb, d, long), false, nil)
+	tok := encodeCursor(d, cursorPos{at: curxPos(t, tb, d, long)}, false, nil)
 	require.Greater(t, len(tok), 1024)
 	curxAccepted(t, tb.Query("by_status", "T1").After(tok))
 	r := curxRejected(t, tb.Query("by_status", "T1").After(strings.Repeat("A", 4097)))
@@ -1160,7 +1170,7 @@ func TestCursorOversized(t *testing.T) {
 	under := curxNoCall[curxTicket](t, func(o *Options) { o.MaxCursorBytes = len(tok) - 1 })
 	curxRejected(t, under.Query("by_status", "T1").After(tok))
 
-	short := encodeCursor(d, curxPos(t, tb, d, curxItems("T1", 2)[1]), false, nil)
+	short := encodeCursor(d, cursorPos{at: curxPos(t, tb, d, curxItems("T1", 2)[1])}, false, nil)
 	tiny := curxNoCall[curxTicket](t, func(o *Options) { o.MaxCursorBytes = 8 })
 	curxRejected(t, tiny.Query("by_status", "T1").After(short))
 }
@@ -1207,7 +1217,7 @@ func TestCursorWrongType(t *testing.T) {
 	}
 	for _, n := range []int64{0, -1, math.MaxInt64, math.MinInt64} {
 		pos := curxPos(t, tb, seqDef, curxTicket{Team: "T1", ID: "x", Seq: n})
-		curxAccepted(t, tb.Query("by_seq", "T1").After(encodeCursor(seqDef, pos, false, nil)), n)
+		curxAccepted(t, tb.Query("by_seq", "T1").After(encodeCursor(seqDef, cursorPos{at: pos}, false, nil)), n)
 	}
 	statusDef := curxDef(t, tb, "by_status")
 	statusPos := curxPos(t, tb, statusDef, curxItems("T1", 2)[1])
@@ -1227,18 +1237,18 @@ func TestCursorCustomKeyText(t *testing.T) {
 	d := curxDef(t, tb, "")
 	pos := curxPos(t, tb, d, curxCustom{Bin: "B1", SKU: curxSKU{"CAT", 42}})
 	require.Equal(t, position{"B1", "CAT-0042"}, pos)
-	curxAccepted(t, tb.Query("", "B1").After(encodeCursor(d, pos, false, nil)))
+	curxAccepted(t, tb.Query("", "B1").After(encodeCursor(d, cursorPos{at: pos}, false, nil)))
 	for _, text := range []string{"garbage", "CAT-42", "CAT-00042", "-0042", "CAT-0042\xff", "CAT-99999"} {
-		curxRejected(t, tb.Query("", "B1").After(encodeCursor(d, position{"B1", text}, false, nil)), text)
+		curxRejected(t, tb.Query("", "B1").After(encodeCursor(d, cursorPos{at: position{"B1", text}}, false, nil)), text)
 	}
 
 	t2 := curxNoCall[curxCustom2](t)
 	d2 := curxDef(t, t2, "") // bin, label, boom
 	for _, label := range []string{"anything", "", "#$%"} {
-		curxAccepted(t, t2.Query("", "B1").After(encodeCursor(d2, position{"B1", label, "x"}, false, nil)), label)
+		curxAccepted(t, t2.Query("", "B1").After(encodeCursor(d2, cursorPos{at: position{"B1", label, "x"}}, false, nil)), label)
 	}
-	curxRejected(t, t2.Query("", "B1").After(encodeCursor(d2, position{"B1", "bad\xff", "x"}, false, nil)))
-	r := curxRejected(t, t2.Query("", "B1").After(encodeCursor(d2, position{"B1", "l", "boom"}, false, nil)))
+	curxRejected(t, t2.Query("", "B1").After(encodeCursor(d2, cursorPos{at: position{"B1", "bad\xff", "x"}}, false, nil)))
+	r := curxRejected(t, t2.Query("", "B1").After(encodeCursor(d2, cursorPos{at: position{"B1", "l", "boom"}}, false, nil)))
 	require.Contains(t, r, "boom")
 }
 
@@ -1260,12 +1270,17 @@ func TestCursorCanonical(t *testing.T) {
 		for _, it := range curxItems("T1", 8) {
 			for _, desc := range []bool{false, true} {
 				pos := curxPos(t, tb, d, it)
-				tok := encodeCursor(d, pos, desc, nil)
+				tok := encodeCursor(d, cursorPos{at: pos}, desc, nil)
 				got, err := decodeCursor(d, tok, desc, &tb.opts)
 				require.NoError(t, err)
-				require.Equal(t, pos, got)
+				require.Equal(t, cursorPos{at: pos}, got)
 				require.NotContains(t, tok, "=")
 				require.Regexp(t, `^[A-Za-z0-9_-]+$`, tok)
+				// With a next position too.
+				c := cursorPos{at: pos, next: curxPos(t, tb, d, curxItems("T2", 1)[0])}
+				got, err = decodeCursor(d, encodeCursor(d, c, desc, nil), desc, &tb.opts)
+				require.NoError(t, err)
+				require.Equal(t, c, got)
 			}
 		}
 	}
@@ -1282,7 +1297,7 @@ func TestCursorStartKeyLimits(t *testing.T) {
 	// 600 control bytes are valid UTF-8, and escape to 1800 bytes: over the
 	// 1024-byte limit of a sort key, in a cursor under the 1024-byte cap.
 	pos := curxPos(t, tb, d, curxTicket{Team: "T1", ID: "x", Status: strings.Repeat("\x01", 600), Created: curxEpoch})
-	tok := encodeCursor(d, pos, false, nil)
+	tok := encodeCursor(d, cursorPos{at: pos}, false, nil)
 	require.LessOrEqual(t, len(tok), 1024)
 	t.Run("sort-key-over-1024-bytes", func(t *testing.T) {
 		tb := curxNoCall[curxTicket](t)
@@ -1294,19 +1309,19 @@ func TestCursorStartKeyLimits(t *testing.T) {
 		bd := curxDef(t, st, "by_blob") // id, blob, score
 		fs, err := appendFloat(nil, 1.5)
 		require.NoError(t, err)
-		curxRejected(t, st.Query("by_blob", "i1").After(encodeCursor(bd, position{"i1", "", string(fs)}, false, nil)))
+		curxRejected(t, st.Query("by_blob", "i1").After(encodeCursor(bd, cursorPos{at: position{"i1", "", string(fs)}}, false, nil)))
 	})
 	for _, f := range []float64{math.Inf(1), math.Inf(-1), 1e300, -1e200, 1e-300, math.SmallestNonzeroFloat64} {
 		t.Run(fmt.Sprintf("number-%g", f), func(t *testing.T) {
 			st := curxNoCall[curxScore](t)
 			fs, err := appendFloat(nil, f)
 			require.NoError(t, err)
-			curxRejected(t, st.Query("", "i1").After(encodeCursor(curxDef(t, st, ""), position{"i1", string(fs)}, false, nil)), f)
+			curxRejected(t, st.Query("", "i1").After(encodeCursor(curxDef(t, st, ""), cursorPos{at: position{"i1", string(fs)}}, false, nil)), f)
 		})
 	}
 	fs, err := appendFloat(nil, 1e125)
 	require.NoError(t, err)
-	curxAccepted(t, st.Query("", "i1").After(encodeCursor(curxDef(t, st, ""), position{"i1", string(fs)}, false, nil)))
+	curxAccepted(t, st.Query("", "i1").After(encodeCursor(curxDef(t, st, ""), cursorPos{at: position{"i1", string(fs)}}, false, nil)))
 }
 
 // ---- the no-progress guard ---------------------------------------------------------------
@@ -1349,7 +1364,7 @@ func TestCursorNoAdvance(t *testing.T) {
 			items := curxItems("T1", 3)
 			stuck.first, err = d.startKey(curxPos(t, tb, d, items[0]))
 			require.NoError(t, err)
-			cursor := encodeCursor(d, curxPos(t, tb, d, items[1]), false, nil)
+			cursor := encodeCursor(d, cursorPos{at: curxPos(t, tb, d, items[1])}, false, nil)
 			q := tb.Query(index, "T1").Limit(5)
 			check := func(name string, wantCalls int, run func() error) {
 				t.Helper()
@@ -1427,7 +1442,7 @@ func FuzzDecodeCursor(f *testing.F) {
 				tb, k = signed, key
 			}
 			d := curxDef(f, tb, indexes[mode%4])
-			tok := encodeCursor(d, curxPos(f, tb, d, it), mode&4 != 0, k)
+			tok := encodeCursor(d, cursorPos{at: curxPos(f, tb, d, it)}, mode&4 != 0, k)
 			f.Add(tok, uint8(mode))
 			if i == 0 {
 				raw, _ := cursorEncoding.DecodeString(tok)
@@ -1457,7 +1472,10 @@ func FuzzDecodeCursor(f *testing.F) {
 		if err != nil {
 			curxRequireInvalid(t, err)
 		} else {
-			require.Len(t, pos, len(d.slots))
+			require.Len(t, pos.at, len(d.slots))
+			if pos.next != nil {
+				require.Len(t, pos.next, len(d.slots))
+			}
 			require.Equal(t, token, encodeCursor(d, pos, desc, tb.opts.CursorKey), "an accepted token is canonical")
 		}
 		cs := conds[index]
@@ -1473,7 +1491,7 @@ func FuzzDecodeCursor(f *testing.F) {
 			curxRequireInvalid(t, err)
 		default:
 			require.Equal(t, pos, p.start)
-			_, err := d.startKey(p.start)
+			_, err := d.startKey(p.start.at)
 			require.NoError(t, err)
 		}
 	})
@@ -1499,9 +1517,9 @@ func BenchmarkCursorRoundTrip(b *testing.B) {
 			b.ReportAllocs()
 			cpu0, cpuOK := curxProcessCPU()
 			for b.Loop() {
-				tok := encodeCursor(d, pos, true, key)
+				tok := encodeCursor(d, cursorPos{at: pos}, true, key)
 				got, err := decodeCursor(d, tok, true, &tb.opts)
-				if err != nil || len(got) != 4 {
+				if err != nil || len(got.at) != 4 {
 					b.Fatal(err)
 				}
 			}

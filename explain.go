@@ -109,33 +109,29 @@ func resolveExpr(expr string, names map[string]string, values map[string]types.A
 	return b.String()
 }
 
-// Explain translates the query as Page would, and returns its first request
-// and the same query on the other index type. It sends nothing. Errors are
-// those Page would return before any request (invalid query or cursor).
+// Explain translates the query as Page would, and returns the first request
+// Page would send now (its Limit includes the item Page reads ahead, and is
+// sized from what earlier calls read in the partition) and the same query on
+// the other index type. It sends nothing. Errors are those Page would return
+// before any request (invalid query or cursor).
 func (q Query[T]) Explain() (*Explanation, error) {
 	d, err := q.t.index(q.index)
 	if err != nil {
 		return nil, err
 	}
 	// first takes the query it translates: the alternate may translate a
-	// changed copy.
+	// changed copy. It builds the request as Page does, with the same code.
 	first := func(q Query[T], d *keyDef) (*Request, error) {
 		p, err := q.planFor(d)
 		if err != nil {
 			return nil, err
 		}
-		in := p.input
 		limit := q.limit
 		if limit == 0 {
 			limit = DefaultPageSize
 		}
-		in.Limit = aws.Int32(int32(min(limit, maxRequestItems)))
-		if p.start != nil {
-			if in.ExclusiveStartKey, err = d.startKey(p.start); err != nil {
-				return nil, cursorErr(err, "position does not make a start key")
-			}
-		}
-		return &Request{Kind: d.kind, Input: &in}, nil
+		pg := newPager(q, p, true)
+		return &Request{Kind: d.kind, Input: pg.request(pg.size.next(pageWant(limit, true)))}, nil
 	}
 	r, err := first(q, d)
 	if err != nil {

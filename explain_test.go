@@ -63,7 +63,7 @@ func xtForged[T any](t *testing.T, tb *Table[T], index string, texts ...string) 
 	d, err := tb.index(index)
 	require.NoError(t, err)
 	require.Len(t, texts, len(d.slots))
-	return encodeCursor(d, position(texts), false, tb.opts.CursorKey)
+	return encodeCursor(d, cursorPos{at: position(texts)}, false, tb.opts.CursorKey)
 }
 
 // xtTable returns a Table for T that must not send anything.
@@ -100,7 +100,7 @@ func xtCursor[T any](t *testing.T, tb *Table[T], index string, item T, desc bool
 	}
 	pos, err := d.positionOf(av)
 	require.NoError(t, err)
-	return encodeCursor(d, pos, desc, tb.opts.CursorKey)
+	return encodeCursor(d, cursorPos{at: pos}, desc, tb.opts.CursorKey)
 }
 
 func xtEnc(t *testing.T, components ...any) string {
@@ -122,7 +122,7 @@ func TestExplainGSIAndAlternate(t *testing.T) {
 	assert.Equal(t, GSI, r.Kind)
 	assert.Equal(t, "qtsw", aws.ToString(r.Input.TableName))
 	assert.Equal(t, "by_state", aws.ToString(r.Input.IndexName))
-	assert.EqualValues(t, 20, aws.ToInt32(r.Input.Limit))
+	assert.EqualValues(t, 21, aws.ToInt32(r.Input.Limit), "Page reads one item past the page")
 	assert.False(t, aws.ToBool(r.Input.ScanIndexForward))
 	assert.Nil(t, r.Input.FilterExpression, "a GSI of a model without softdelete has no tombstone filter")
 	assert.Nil(t, r.Input.ExclusiveStartKey)
@@ -131,7 +131,7 @@ func TestExplainGSIAndAlternate(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtsw index by_state (gsi)",
 		`  KeyCondition: (org = "o1") AND (begins_with(GSI1SK, "open#"))`,
-		"  Limit: 20, ScanIndexForward: false",
+		"  Limit: 21, ScanIndexForward: false",
 	}, "\n"), r.String())
 
 	require.NotNil(t, ex.Alternate)
@@ -143,7 +143,7 @@ func TestExplainGSIAndAlternate(t *testing.T) {
 		"Query table qtsw-by_state (table)",
 		`  KeyCondition: (org = "o1") AND (begins_with(GSI1SK, "open#"))`,
 		"  Filter:       " + xtLive,
-		"  Limit: 20, ScanIndexForward: false",
+		"  Limit: 21, ScanIndexForward: false",
 	}, "\n"), a.String())
 
 	// The alternate is exactly what the model declared with type=table
@@ -169,7 +169,7 @@ func TestExplainIndexTableAndAlternate(t *testing.T) {
 		"Query table qtent-feed (table)",
 		`  KeyCondition: (team = "A") AND (_sk < "` + xtEnc(t, 5) + `#")`,
 		"  Filter:       " + xtLive,
-		"  Limit: 3, ScanIndexForward: true",
+		"  Limit: 4, ScanIndexForward: true",
 	}, "\n"), ex.Request.String())
 	require.NotNil(t, ex.Alternate)
 	// As a GSI, the single native-able sort component is the model
@@ -178,7 +178,7 @@ func TestExplainIndexTableAndAlternate(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtent index feed (gsi)",
 		`  KeyCondition: (team = "A") AND (seq < 5)`,
-		"  Limit: 3, ScanIndexForward: true",
+		"  Limit: 4, ScanIndexForward: true",
 	}, "\n"), ex.Alternate.String())
 
 	// IncludeDeleted drops the tombstone filter; a caller filter stays, and
@@ -200,7 +200,7 @@ func TestExplainIndexTableAndAlternate(t *testing.T) {
 		"Query table xtop-by_p (table)",
 		`  KeyCondition: p = "p1"`,
 		"  Filter:       " + xtLive,
-		"  Limit: 100, ScanIndexForward: true",
+		"  Limit: 101, ScanIndexForward: true",
 	}, "\n"), op.Alternate.String())
 
 	// An index table whose sort key is only the base key suffix is, as a
@@ -296,7 +296,7 @@ func TestExplainLSI(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtlsi index by_prio (lsi)",
 		`  KeyCondition: (team = "A") AND (prio < 5)`,
-		"  Limit: 100, ScanIndexForward: true",
+		"  Limit: 101, ScanIndexForward: true",
 	}, "\n"), ex.Request.String())
 	require.NotNil(t, ex.Alternate)
 	assert.Equal(t, IndexTable, ex.Alternate.Kind)
@@ -304,7 +304,7 @@ func TestExplainLSI(t *testing.T) {
 		"Query table qtlsi-by_prio (table)",
 		`  KeyCondition: (team = "A") AND (_sk < "` + xtEnc(t, 5) + `#")`,
 		"  Filter:       " + xtLive,
-		"  Limit: 100, ScanIndexForward: true",
+		"  Limit: 101, ScanIndexForward: true",
 	}, "\n"), ex.Alternate.String())
 
 	t1 := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
@@ -313,7 +313,7 @@ func TestExplainLSI(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtlsi index by_sc (lsi)",
 		fmt.Sprintf(`  KeyCondition: (team = "A") AND (LSI2SK BETWEEN "%s#" AND "%s$")`, xtEnc(t, "open", t1), xtEnc(t, "open", t2)),
-		"  Limit: 2, ScanIndexForward: false, ConsistentRead: true",
+		"  Limit: 3, ScanIndexForward: false, ConsistentRead: true",
 	}, "\n"), ex.Request.String())
 	// An index table serves consistent reads: the alternate keeps it.
 	assert.Equal(t, "qtlsi-by_sc", aws.ToString(ex.Alternate.Input.TableName))
@@ -331,8 +331,8 @@ func TestExplainBaseTable(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtsw (base)",
 		`  KeyCondition: (tenant = "t1") AND (id BETWEEN "a" AND "m")`,
-		"  Limit: 1000, ScanIndexForward: true",
-	}, "\n"), ex.Request.String(), "a Limit over 1000 asks for 1000 first")
+		"  Limit: 5001, ScanIndexForward: true",
+	}, "\n"), ex.Request.String(), "a first request asks for the page and the item after it")
 
 	// softdelete puts the tombstone filter on the base table, its GSI and its LSI.
 	soft := xtTable[qtSoft](t)
@@ -530,7 +530,7 @@ func TestExplainPlaceholders(t *testing.T) {
 		"Query table qtsw index by_state (gsi)",
 		`  KeyCondition: (org = "o:1") AND (begins_with(GSI1SK, "open:0#"))`,
 		`  Filter:       x:0 = "v:1 #0"`,
-		"  Limit: 100, ScanIndexForward: true",
+		"  Limit: 101, ScanIndexForward: true",
 	}, "\n"), ex.Request.String())
 
 	// Hostile bytes are quoted, not written raw.
@@ -576,4 +576,92 @@ func TestExplainConsistentRead(t *testing.T) {
 
 	_, err := xtTable[qtSwG](t).Query("by_state", "o1").ConsistentRead().Explain()
 	assert.ErrorIs(t, err, ErrInvalidQuery)
+}
+
+// xtSameAsPage requires, page after page, that Explain returns exactly the
+// first request Page then sends: with a cold memory, with a warm one, and
+// with cursors that carry a next position.
+func xtSameAsPage[T any](t *testing.T, tb *Table[T], q func(*Table[T]) Query[T], pages int) {
+	t.Helper()
+	rec := &qtRecorder{Client: tb.client}
+	rt := *tb
+	rt.client = rec
+	cursor := ""
+	for i := 0; i < pages; i++ {
+		qq := q(&rt).After(cursor)
+		ex, err := qq.Explain()
+		require.NoError(t, err, "page %d, query %s desc=%v cursor %q", i+1, qq.index, qq.desc, cursor)
+		rec.reset()
+		p, err := qq.Page(context.Background())
+		require.NoError(t, err)
+		in := rec.recorded()
+		require.NotEmpty(t, in)
+		require.Equal(t, *ex.Request.Input, in[0], "page %d: Explain shows the request Page sends first", i+1)
+		if p.Cursor == "" {
+			return
+		}
+		cursor = p.Cursor
+	}
+}
+
+// TestExplainIsPagesFirstRequest: per index type (base table, GSI, LSI,
+// index table; native and derived sort keys), Explain's request is Page's
+// first request, built by the same code.
+func TestExplainIsPagesFirstRequest(t *testing.T) {
+	t.Parallel()
+	soft, _ := newTestTable[qtSoft](t)
+	lsi, _ := newTestTable[qtLSI](t)
+	ent, _ := newTestTable[qtEntry](t)
+	gsi, _ := newTestTable[qtSwG](t)
+	dead := map[string]types.AttributeValue{"_deleted": &types.AttributeValueMemberBOOL{Value: true}}
+	for i := range 40 {
+		var extra map[string]types.AttributeValue
+		if i%3 != 0 {
+			extra = dead
+		}
+		qtPutBaseRaw(t, soft, qtSoft{Team: "A", ID: fmt.Sprintf("i%02d", i), Grp: "g", Seq: int64(i)}, extra)
+		qtPutBaseRaw(t, lsi, qtLSI{Team: "A", ID: fmt.Sprintf("i%02d", i), Prio: int64(i % 7), Status: "open",
+			Created: time.Date(2026, 12, 1, 0, i, 0, 0, time.UTC)}, nil)
+		require.True(t, putEntry(t, ent, "feed", qtEntry{Team: "A", ID: fmt.Sprintf("i%02d", i), Seq: int64(i)}, i%3 != 0))
+		putBase(t, gsi, qtSwG{Tenant: "t", ID: fmt.Sprintf("i%02d", i), Org: "o", Status: "open", Name: "n", Rank: int64(i)})
+	}
+	for _, desc := range []bool{false, true} {
+		order := func(q Query[qtSoft]) Query[qtSoft] {
+			if desc {
+				return q.Desc()
+			}
+			return q
+		}
+		xtSameAsPage(t, soft, func(tb *Table[qtSoft]) Query[qtSoft] { return order(tb.Query("", "A").Limit(3)) }, 6)
+		xtSameAsPage(t, soft, func(tb *Table[qtSoft]) Query[qtSoft] { return order(tb.Query("by_grp", "g").Limit(4)) }, 6)
+		xtSameAsPage(t, soft, func(tb *Table[qtSoft]) Query[qtSoft] { return order(tb.Query("by_seq", "A").Limit(2)) }, 6)
+		xtSameAsPage(t, lsi, func(tb *Table[qtLSI]) Query[qtLSI] {
+			q := tb.Query("by_prio", "A").Limit(5)
+			if desc {
+				q = q.Desc()
+			}
+			return q
+		}, 6)
+		xtSameAsPage(t, lsi, func(tb *Table[qtLSI]) Query[qtLSI] {
+			q := tb.Query("by_sc", "A").Where(Eq("open")).Limit(5)
+			if desc {
+				q = q.Desc()
+			}
+			return q
+		}, 6)
+		xtSameAsPage(t, ent, func(tb *Table[qtEntry]) Query[qtEntry] {
+			q := tb.Query("feed", "A").Where(Ge(3)).Limit(4)
+			if desc {
+				q = q.Desc()
+			}
+			return q
+		}, 6)
+		xtSameAsPage(t, gsi, func(tb *Table[qtSwG]) Query[qtSwG] {
+			q := tb.Query("by_state", "o").Where(Eq("open")).Limit(7)
+			if desc {
+				q = q.Desc()
+			}
+			return q
+		}, 6)
+	}
 }

@@ -68,3 +68,11 @@ func putEntry[T any](t testing.TB, tb *Table[T], index string, item T, deleted b
 	require.NoError(t, err)
 	return true
 }
+
+// coldMemo returns a copy of tb that remembers nothing of earlier calls, so
+// that a test's request sizes do not depend on what other tests read.
+func coldMemo[T any](tb *Table[T]) *Table[T] {
+	cp := *tb
+	cp.memo = &memo{}
+	return &cp
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -415,4 +416,137 @@ func (d *keyDef) keyValues(texts map[*field]string) (vals map[string]types.Attri
 		vals[k.attr] = av
 	}
 	return vals, true, nil
+}
+
+// uniqueSort reports whether d's sort key alone orders a partition: no two
+// entries of a partition share a sort key value. It holds for a primary key
+// (the base table, an index table) and for a derived GSI or LSI sort key,
+// which ends with the base key components the index key lacks; a native GSI
+// or LSI sort key may repeat, and DynamoDB then orders ties itself.
+func (d *keyDef) uniqueSort() bool {
+	return d.sk != nil && (d.kind == BaseTable || d.kind == IndexTable || !d.sk.native)
+}
+
+// follows reports whether position next may come after position at in a
+// query of d (descending when desc): its sort components, as declared, are
+// not before at's. It does not look at the base key that a layout appends, so
+// it holds for a cursor minted on either form of an index: a native GSI
+// orders ties as its server does, an index table by base key.
+func (d *keyDef) follows(next, at position, desc bool) bool {
+	if d.sk == nil || len(d.sk.parts) == 0 || slices.Equal(next, at) {
+		return false
+	}
+	a, errA := d.sk.partsOrdered(d.textOf(at))
+	n, errN := d.sk.partsOrdered(d.textOf(next))
+	if errA != nil || errN != nil {
+		return false
+	}
+	if desc {
+		return n <= a
+	}
+	return n >= a
+}
+
+// partsOrdered is ordered for the declared components alone, without the
+// base key suffix.
+func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
+	if k.native || len(k.suffix) == 0 {
+		return k.ordered(text)
+	}
+	short := *k
+	short.suffix = nil
+	return short.ordered(text)
+}
+
+// startKeyBefore builds an ExclusiveStartKey from which a query of d (in
+// the order desc says, under the key condition kc) returns the entry at next
+// first: a sort key value just before next's, such that no entry can lie
+// between the two. ok is false when d cannot express one: a sort key that
+// may repeat, a Number, or a value at DynamoDB's size limit; the caller then
+// starts after the position at. A nil key with ok true means next is the
+// first entry of the condition's range, so the query starts at the range.
+func (d *keyDef) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
+	if !d.uniqueSort() || d.sk.scalar == types.ScalarAttributeTypeN {
+		return nil, false
+	}
+	esk, err := d.startKey(next)
+	if err != nil {
+		return nil, false
+	}
+	ord, err := d.sk.ordered(d.textOf(next))
+	if err != nil {
+		return nil, false
+	}
+	// next must come after at in this layout's own order too: a cursor
+	// minted where ties are ordered otherwise starts after at.
+	if ordAt, err := d.sk.ordered(d.textOf(at)); err != nil || (desc && ord >= ordAt) || (!desc && ord <= ordAt) {
+		return nil, false
+	}
+	var k string
+	switch {
+	case !desc:
+		k = predecessor(ord, d.sk.scalar == types.ScalarAttributeTypeB)
+	case d.sk.scalar == types.ScalarAttributeTypeB:
+		k = ord + "\x00" // nothing sorts between a byte string and itself plus a zero byte
+	case !d.sk.native:
+		// A composite key holds no byte below the separator '#': nothing the
+		// codec writes sorts between a key and the key plus one.
+		k = ord + "!"
+	default:
+		return nil, false // a native String may hold any character
+	}
+	if len(k) == 0 || len(k) > maxSortKeyBytes {
+		return nil, false
+	}
+	if kc != nil && !kc.match(k) {
+		return nil, true
+	}
+	if d.sk.scalar == types.ScalarAttributeTypeB {
+		esk[d.sk.attr] = &types.AttributeValueMemberB{Value: []byte(k)}
+	} else {
+		esk[d.sk.attr] = &types.AttributeValueMemberS{Value: k}
+	}
+	return esk, true
+}
+
+// predecessor returns a value below s such that no value of at most
+// maxSortKeyBytes bytes lies strictly between the two, in DynamoDB's byte
+// order: s with its last character one lower, followed by the highest
+// characters up to the size limit (for Binary, bytes 0xFF). It returns ""
+// when s is empty.
+func predecessor(s string, binary bool) string {
+	if s == "" {
+		return ""
+	}
+	if binary {
+		last := s[len(s)-1]
+		if last == 0 {
+			return s[:len(s)-1]
+		}
+		b := make([]byte, 0, maxSortKeyBytes)
+		b = append(append(b, s[:len(s)-1]...), last-1)
+		for len(b) < maxSortKeyBytes {
+			b = append(b, 0xFF)
+		}
+		return string(b)
+	}
+	r, size := utf8.DecodeLastRuneInString(s)
+	head := s[:len(s)-size]
+	if r == 0 {
+		return head
+	}
+	r--
+	if utf16.IsSurrogate(r) {
+		r = 0xD7FF
+	}
+	b := make([]byte, 0, maxSortKeyBytes)
+	b = utf8.AppendRune(append(b, head...), r)
+	// The highest character of each UTF-8 length, longest first: a value
+	// that matched all of them would be longer than the limit.
+	for _, c := range []rune{utf8.MaxRune, 0xFFFF, 0x7FF, 0x7F} {
+		for n := utf8.RuneLen(c); len(b)+n <= maxSortKeyBytes; {
+			b = utf8.AppendRune(b, c)
+		}
+	}
+	return string(b)
 }

@@ -2,44 +2,64 @@ package ddbindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // This file owns the page-fill loop. DynamoDB applies Limit before the
 // filter, so one request may return fewer live items than asked, or none
 // with a LastEvaluatedKey: the loop reads on until the page is full or the
-// partition ends. A Query's cost is the size it reads, rounded up to 4 KB once
-// per request, so when tombstones are dense the loop asks for more than it
-// still needs and drops what it read beyond the page: fewer, larger requests
-// cost fewer round trips and no more read units. The cursor is rebuilt from
-// the last item returned, so dropped items come again on the next page.
+// partition ends.
+//
+// A Query's cost is the size it reads, rounded up to 4 KB once per request,
+// so the loop sizes each request from the live ratio it expects (a sizer,
+// fed by what the call has read and by what earlier calls read in the same
+// partition), and grows requests geometrically while they find no live
+// item, so a run of R tombstones is crossed in O(log R) requests. Items read
+// beyond the page are dropped and come again on the next page; the cursor
+// names the page's last item and the first live item after it, so the next
+// page starts there and never reads again what this one found dead.
 
-// maxRequestItems caps the Limit of one request. At a few hundred bytes an
-// item, it stays well below the 1 MB DynamoDB reads per request.
-const maxRequestItems = 1000
+// maxRequestItems caps the Limit of one request. DynamoDB stops a response
+// at 1 MB whatever the Limit; the cap bounds what one request can read
+// beyond a page when the expected live ratio is wrong.
+const maxRequestItems = 20000
 
-// maxGrowth caps a request at this many times the items the call has read so
-// far. While few items have been read the live ratio is a guess; a request
-// sized on a guess that is too pessimistic reads, and pays for, items far
-// beyond the page. Growing by a bounded factor keeps that cost in proportion
-// to what the call has already spent, and still crosses any run of
-// tombstones in a few requests (1000 items from a page of 20 in three).
-const maxGrowth = 10
+// maxPageItems caps how many items a page (or an All) can be asked for, so
+// that the look-ahead and the size arithmetic can never overflow.
+const maxPageItems = math.MaxInt32 - 1
 
-// The live ratio a request is sized with is (live + priorLive) / (read +
-// priorRead): what the call has seen, plus a pessimistic prior of half a live
-// item in ten. It keeps the first estimate, made from as few items as the
-// page holds, from trusting a lucky sample, and lets a call that has seen no
-// live item yet still size its next request.
+// The sizer's constants, chosen with BenchmarkPageFill and the cost model of
+// TestPageFillCostModel (pagefill_model_test.go):
 const (
-	priorLive = 0.5
-	priorRead = 10
+	// growth is the factor by which a request grows over the last one while
+	// requests return no live item: any run of R dead items is crossed in
+	// about log(R)/log(growth) requests, and the items read past the run's
+	// end are at most (growth-1) times the run.
+	growth = 1.2
+	// margin is how many standard deviations of the expected number of
+	// items a request reads beyond the mean: fewer second requests, at the
+	// price of items read past the page.
+	margin = 0.5
+	// runEvidence decides whether a run of requests without a live item was
+	// a cluster of tombstones or bad luck in a sparse partition: it is a
+	// cluster when the live ratio after it predicts at least this many live
+	// items in it. A cluster does not lower the expected live ratio; bad
+	// luck does.
+	runEvidence = 5.0
+	// priorWeight caps how many items' worth of evidence the memory of
+	// earlier calls weighs against what the call reads itself.
+	priorWeight = 200.0
 )
 
 // pager sends the requests of one call and tracks its position and costs.
@@ -47,16 +67,34 @@ type pager[T any] struct {
 	q     Query[T]
 	p     *plan
 	esk   map[string]types.AttributeValue
-	pos   position            // the position the next request starts after; nil at the start
-	seen  map[string]struct{} // every position of this call, to catch cycles
+	alt   map[string]types.AttributeValue // the start key to fall back to if the server refuses esk
+	pos   position                        // the position the next request starts after; nil at the start
+	seen  map[string]struct{}             // every position of this call, to catch cycles
+	size  sizer
+	memo  bool // see newPager
 	total Stats
-	last  Stats // the costs of the last request
 }
 
-func newPager[T any](q Query[T], p *plan) *pager[T] {
-	pg := &pager[T]{q: q, p: p, pos: p.start}
-	if p.start != nil {
-		pg.esk, _ = p.def.startKey(p.start) // checked when the cursor was decoded
+// newPager starts a call. With memo, its requests are sized from what earlier
+// calls read in the partition, and it tells later calls what it read; Exists
+// goes without (it starts with the smallest read, and stops at the first
+// live item, which says little about the live ratio).
+func newPager[T any](q Query[T], p *plan, memo bool) *pager[T] {
+	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo}
+	// DeletedAttr true, and TTLAttr a Number of up to 11 digits.
+	pg.size.deadExtra = len(q.t.opts.DeletedAttr) + 1 + len(q.t.opts.TTLAttr) + 7
+	if memo {
+		pg.size.prior, pg.size.weight = q.t.memo.get(p.memoKey)
+	}
+	if p.start.at == nil {
+		return pg
+	}
+	// Both were checked when the cursor was decoded.
+	pg.esk, _ = p.def.startKey(p.start.at)
+	if p.start.next != nil {
+		if esk, ok := p.def.startKeyBefore(p.start.next, p.start.at, q.desc, p.kc); ok {
+			pg.esk, pg.alt = esk, pg.esk
+		}
 	}
 	return pg
 }
@@ -74,60 +112,60 @@ func (pg *pager[T]) capped() error {
 		return nil
 	}
 	var err error
-	if ce.Cursor, err = pg.cursor(pg.pos); err != nil {
+	if ce.Cursor, err = pg.cursor(pg.resume()); err != nil {
 		return err
 	}
 	return ce
 }
 
-// requestSize picks the Limit for a request that still needs need live
-// items.
-//
-// The first request asks for need itself, so a page without tombstones costs
-// exactly what the naive loop costs. Each later one asks for need divided by
-// the estimated live ratio (see priorLive), at most maxGrowth times what the
-// call has read so far, and at most maxRequestItems.
-//
-// Why not less, or more: a Query costs the bytes it reads, rounded up to 4 KB
-// once per request. Asking for what the estimate says the page needs makes
-// the page take about two requests where the naive loop (Limit = need) takes
-// one per run of tombstones, and each saved request also saves its rounding.
-// Asking for more only adds items read beyond the page, which this page pays
-// for and the next reads again: a margin over the estimate saved a third
-// request now and then and cost more read units than that saved (measured
-// with BenchmarkPageFill, and over many tombstone patterns with a model of
-// its costs).
-func (pg *pager[T]) requestSize(need int) int {
-	need = min(need, maxRequestItems)
-	read := pg.total.Read
-	if read == 0 {
-		return need
+// resume is where a call stopped now would continue: the cursor it started
+// from when it has sent nothing, else the last position DynamoDB evaluated.
+func (pg *pager[T]) resume() cursorPos {
+	if pg.total.Requests == 0 {
+		return pg.p.start
 	}
-	size := float64(need) * (float64(read) + priorRead) / (float64(pg.liveSoFar()) + priorLive)
-	size = min(size, float64(maxGrowth*read), maxRequestItems)
-	return max(int(math.Ceil(size)), need)
+	return cursorPos{at: pg.pos}
 }
 
-// liveSoFar is the number of live items the requests so far returned.
-func (pg *pager[T]) liveSoFar() int { return pg.total.Read - pg.total.Filtered }
+// request builds the request that asks for limit items (0: no Limit) from
+// the pager's position. Explain shows the first one.
+func (pg *pager[T]) request(limit int) *dynamodb.QueryInput {
+	in := pg.p.input
+	if limit > 0 {
+		in.Limit = aws.Int32(int32(min(limit, maxRequestItems)))
+	}
+	in.ExclusiveStartKey = pg.esk
+	return &in
+}
 
 // next sends one request asking for limit items (0: no Limit) and returns the
 // items and whether DynamoDB has more.
 func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.AttributeValue, bool, error) {
-	in := pg.p.input
-	if limit > 0 {
-		in.Limit = aws.Int32(int32(limit))
+	in := pg.request(limit)
+	out, err := pg.q.t.client.Query(ctx, in)
+	if err != nil && pg.alt != nil && isStartKeyRefused(err) {
+		// The server refused the start key built before the next live item:
+		// start after the page's last item instead, as a cursor without a
+		// next position does.
+		pg.esk, pg.alt = pg.alt, nil
+		in = pg.request(limit)
+		out, err = pg.q.t.client.Query(ctx, in)
 	}
-	in.ExclusiveStartKey = pg.esk
-	out, err := pg.q.t.client.Query(ctx, &in)
+	pg.alt = nil
 	if err != nil {
 		return nil, false, fmt.Errorf("ddbindex: query %s: %w", indexLabel(pg.p.def.name), err)
 	}
-	pg.last = Stats{Requests: 1, Read: int(out.ScannedCount), Filtered: int(out.ScannedCount - out.Count)}
+	last := Stats{Requests: 1, Read: int(out.ScannedCount), Filtered: int(out.ScannedCount - out.Count)}
 	if out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits != nil {
-		pg.last.ReadUnits = *out.ConsumedCapacity.CapacityUnits
+		last.ReadUnits = *out.ConsumedCapacity.CapacityUnits
 	}
-	pg.total.add(pg.last)
+	pg.total.add(last)
+	pg.size.observe(int(out.ScannedCount), int(out.Count), last.ReadUnits, aws.ToBool(in.ConsistentRead))
+	// A response whose last evaluated item was not returned ended in dead
+	// items: the next request may be the start of a run.
+	pg.size.tailDead = out.Count > 0 && len(out.LastEvaluatedKey) > 0 &&
+		!sameKey(pg.p.def, out.Items[len(out.Items)-1], out.LastEvaluatedKey)
+	pg.size.sample(out.Items)
 	if len(out.LastEvaluatedKey) == 0 {
 		return out.Items, false, nil
 	}
@@ -155,6 +193,15 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 	return out.Items, true, nil
 }
 
+// isStartKeyRefused reports whether err is DynamoDB refusing an
+// ExclusiveStartKey ("The provided starting key is invalid" or "... is
+// outside query boundaries based on provided conditions").
+func isStartKeyRefused(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(ae.ErrorMessage()), "starting key")
+}
+
 // positionKey is a position as one map key (texts length-prefixed, since
 // they may hold any byte).
 func positionKey(pos position) string {
@@ -165,56 +212,81 @@ func positionKey(pos position) string {
 	return string(b)
 }
 
-// cursor mints the cursor for a position, or "" for none.
-func (pg *pager[T]) cursor(pos position) (string, error) {
-	if pos == nil {
+// cursor mints the cursor for c, or "" for none. A cursor whose next
+// position would make it longer than Options.MaxCursorBytes is minted
+// without it.
+func (pg *pager[T]) cursor(c cursorPos) (string, error) {
+	if c.at == nil {
 		return "", nil
 	}
-	c := encodeCursor(pg.p.def, pos, pg.q.desc, pg.q.t.opts.CursorKey)
-	if max := pg.q.t.opts.MaxCursorBytes; len(c) > max {
-		// Minting it would hand the caller a cursor the next call refuses.
-		return "", queryErr(pg.p.def.name, "the cursor after this page is %d bytes, over Options.MaxCursorBytes (%d): raise it for keys this long", len(c), max)
+	d, o := pg.p.def, &pg.q.t.opts
+	if c.next != nil {
+		if tok := encodeCursor(d, c, pg.q.desc, o.CursorKey); len(tok) <= o.MaxCursorBytes {
+			return tok, nil
+		}
+		c.next = nil
 	}
-	return c, nil
+	tok := encodeCursor(d, c, pg.q.desc, o.CursorKey)
+	if len(tok) > o.MaxCursorBytes {
+		// Minting it would hand the caller a cursor the next call refuses.
+		return "", queryErr(d.name, "the cursor after this page is %d bytes, over Options.MaxCursorBytes (%d): raise it for keys this long", len(tok), o.MaxCursorBytes)
+	}
+	return tok, nil
+}
+
+// pageWant is how many live items a call reads for a page of limit: one more
+// with peek, so that the cursor is "" exactly when nothing live follows.
+func pageWant(limit int, peek bool) int {
+	limit = min(limit, maxPageItems)
+	if peek {
+		return limit + 1
+	}
+	return limit
 }
 
 // fill reads one page of up to limit live items.
 func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool) (*Page[T], error) {
-	pg := newPager(q, p)
-	want := limit
-	if peek {
-		// One live item beyond the page tells whether another page exists:
-		// the cursor is then "" exactly when nothing live follows, so no
-		// call ends on an empty page, and page boundaries depend on the
-		// live items alone (a GSI and an index table agree on them).
-		want++
-	}
+	pg := newPager(q, p, peek)
+	defer pg.remember()
+	limit = min(limit, maxPageItems)
+	// One live item beyond the page tells whether another page exists: the
+	// cursor is then "" exactly when nothing live follows, so no call ends
+	// on an empty page, and page boundaries depend on the live items alone
+	// (a GSI and an index table agree on them).
+	want := pageWant(limit, peek)
 	var raw []map[string]types.AttributeValue
 	var capErr error
-	var end position
+	var end cursorPos
 	more := true
 	for len(raw) < want && more {
 		if err := pg.capped(); err != nil {
 			if len(raw) < limit {
-				capErr, end = err, pg.pos
+				capErr, end = err, pg.resume()
 			}
 			break
 		}
 		var items []map[string]types.AttributeValue
 		var err error
-		items, more, err = pg.next(ctx, pg.requestSize(want-len(raw)))
+		items, more, err = pg.next(ctx, pg.size.next(want-len(raw)))
 		if err != nil {
 			return nil, err
 		}
 		raw = append(raw, items...)
 	}
 	if len(raw) > limit || (len(raw) == limit && more && capErr == nil) {
-		pg.total.Dropped += len(raw) - limit
-		raw = raw[:limit]
 		var err error
-		if end, err = p.def.positionOf(raw[limit-1]); err != nil {
+		if end.at, err = p.def.positionOf(raw[limit-1]); err != nil {
 			return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
 		}
+		if len(raw) > limit {
+			// The look-ahead item: live, and everything between it and the
+			// page's last item was read and found dead.
+			if end.next, err = p.def.positionOf(raw[limit]); err != nil {
+				return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
+			}
+		}
+		pg.total.Dropped += len(raw) - limit
+		raw = raw[:limit]
 	}
 	page := &Page[T]{Items: make([]T, 0, len(raw))}
 	if err := attributevalue.UnmarshalListOfMaps(raw, &page.Items); err != nil {
@@ -227,6 +299,17 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool)
 		return nil, err
 	}
 	return page, capErr
+}
+
+// remember passes what the call learnt about the partition's live ratio to
+// later calls.
+func (pg *pager[T]) remember() {
+	if !pg.memo {
+		return
+	}
+	if live, read := pg.size.evidence(); read > 0 {
+		pg.q.t.memo.put(pg.p.memoKey, live, read)
+	}
 }
 
 func unmarshalItem[T any](item map[string]types.AttributeValue, v *T) error {
@@ -254,3 +337,282 @@ func (e *CapError) Error() string {
 
 // Is makes CapError match ErrCapReached.
 func (e *CapError) Is(target error) bool { return target == ErrCapReached }
+
+// ---- request sizing ----------------------------------------------------------
+
+// sizer chooses the Limit of each request of one call.
+//
+// It expects a live ratio p: what the call has read so far, blended with a
+// prior from earlier calls in the same partition (the memo), and sizes a
+// request so that it most often brings what is still needed:
+//
+//	need/p + margin·sqrt(need·(1-p))/p   (the negative binomial's mean, plus a margin)
+//
+// With no prior and nothing read, p is 1: the first request asks for what the
+// page needs, as the naive loop does.
+//
+// A run of requests that return no live item (a streak) grows each request
+// by the factor growth over the last, rounded up to fill the 4 KB read units
+// it pays for anyway. When a streak ends, the sizer does not yet know whether
+// it was a cluster of tombstones in a live partition or a stretch of a
+// sparse one: it decides once the live ratio after the streak says whether
+// it could have produced the streak by chance (see runEvidence). A cluster
+// leaves the expected ratio as it was around it; a sparse stretch lowers it.
+// Until then, no request grows by more than the factor growth over the last,
+// so a wrong guess costs at most that much reading beyond the page.
+type sizer struct {
+	prior, weight float64 // the memo's live ratio and its weight in items (weight 0: none)
+	live, read    float64 // settled evidence: what the call read, clusters of tombstones left out
+	streak        int     // items read by the current streak
+	pending       int     // items of the last streak, not yet judged
+	after         [2]int  // live and read items since the pending streak ended
+	exitDead      int     // dead items of the request that ended it
+	lastRead      int     // items the last request read
+	tailDead      bool    // the last request returned live items, then read dead ones
+	unitBytes     float64 // an item's size as the read units bound it (0: unknown)
+	deadExtra     int     // the bytes a tombstone's two attributes add to an item
+	sampled       [2]int  // items sized, and their bytes
+}
+
+// itemBytes is the size the 4 KB fill assumes for an item: the tighter of
+// two upper bounds, the one the read units give and the average of the live
+// items returned plus what a tombstone adds to an item. 0 while neither is
+// known.
+func (s *sizer) itemBytes() float64 {
+	b := s.unitBytes
+	if s.sampled[0] > 0 {
+		avg := float64(s.sampled[1])/float64(s.sampled[0]) + float64(s.deadExtra)
+		if b == 0 || avg < b {
+			b = avg
+		}
+	}
+	return b
+}
+
+// maxSampled is how many items of a response sample sizes.
+const maxSampled = 8
+
+// sample sizes a few of the items a response returned.
+func (s *sizer) sample(items []map[string]types.AttributeValue) {
+	step := max(1, len(items)/maxSampled)
+	for i := 0; i < len(items); i += step {
+		s.sampled[0]++
+		s.sampled[1] += itemSize(items[i])
+	}
+}
+
+// evidence is what the call has read, with the pending streak judged on
+// what is known now: live and read items.
+func (s *sizer) evidence() (live, read float64) {
+	live, read = s.live, s.read
+	if s.pending > 0 {
+		l, r := s.judge()
+		live, read = live+l, read+r
+	}
+	if s.streak > 0 && (read == 0 || float64(s.streak)*live/read < runEvidence) {
+		read += float64(s.streak) // a final streak counts when the ratio explains it
+	}
+	return live, read
+}
+
+// judge decides whether the pending streak was a cluster, and returns the
+// evidence it and what followed it add: a cluster's dead items (and the dead
+// items of the request that ended it, most likely the cluster's end) do not
+// count.
+func (s *sizer) judge() (live, read float64) {
+	l, r := float64(s.after[0]), float64(s.after[1])
+	if float64(s.pending)*l/r >= runEvidence {
+		return l, r - float64(s.exitDead)
+	}
+	return l, r + float64(s.pending)
+}
+
+// ratio is the expected live ratio.
+func (s *sizer) ratio() float64 {
+	live, read := s.live, s.read
+	if s.pending > 0 {
+		l, r := s.judge()
+		live, read = live+l, read+r
+	}
+	w, prior := min(s.weight, priorWeight), s.prior
+	if w == 0 {
+		prior, w = 1, 1 // optimistic: a first request asks for what the page needs
+	}
+	return (live + prior*w) / (read + w)
+}
+
+// next returns the Limit for a request that still needs need live items.
+func (s *sizer) next(need int) int {
+	need = min(need, maxRequestItems)
+	p := max(s.ratio(), 1.0/maxRequestItems)
+	n := float64(need)
+	size := (n + margin*math.Sqrt(n*(1-p))) / p
+	switch {
+	case s.streak > 0 || s.tailDead:
+		if s.streak > 0 {
+			size = max(size, growth*float64(s.lastRead))
+		}
+		if b := s.itemBytes(); b > 0 {
+			// Fill the read units this request pays for anyway.
+			units := math.Ceil(size * b / 4096)
+			size = max(size, math.Floor(units*4096/b))
+		}
+	case s.lastRead > 0:
+		size = min(size, max(n, growth*float64(s.lastRead)))
+	}
+	return max(need, int(min(math.Ceil(size), maxRequestItems)))
+}
+
+// observe takes in a response: items read, items returned (live), and read
+// units consumed.
+func (s *sizer) observe(read, live int, units float64, consistent bool) {
+	s.lastRead = read
+	if units > 0 && read > 0 {
+		// Read units are whole 4 KB blocks (half a unit each when eventually
+		// consistent), so units·4096/read bounds an item's size from above;
+		// the smallest bound seen is the closest.
+		per4K := 0.5
+		if consistent {
+			per4K = 1
+		}
+		b := units / per4K * 4096 / float64(read)
+		if s.unitBytes == 0 || b < s.unitBytes {
+			s.unitBytes = b
+		}
+	}
+	switch {
+	case live == 0:
+		if s.streak == 0 && s.pending > 0 {
+			s.settle() // a new streak: the last one is judged on what followed it
+		}
+		s.streak += read
+	case s.streak > 0:
+		if s.pending > 0 {
+			s.settle()
+		}
+		s.pending, s.streak = s.streak, 0
+		s.after = [2]int{live, read}
+		s.exitDead = read - live
+	case s.pending > 0:
+		s.after[0] += live
+		s.after[1] += read
+	default:
+		s.live += float64(live)
+		s.read += float64(read)
+	}
+}
+
+// settle makes the judgement of the pending streak final.
+func (s *sizer) settle() {
+	l, r := s.judge()
+	s.live += l
+	s.read += r
+	s.pending, s.after, s.exitDead = 0, [2]int{}, 0
+}
+
+// itemSize is an item's size as DynamoDB counts it for read units: the
+// lengths of its attribute names and values (a Number's digits in about half
+// as many bytes).
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return (len(v.Value)+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, e := range v.Value {
+			n += (len(e)+1)/2 + 1
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 1 // BOOL, NULL
+}
+
+// ---- memo ------------------------------------------------------------------
+
+// memoCap bounds the partitions a Table remembers.
+const memoCap = 4096
+
+// memoDecay is how much an entry's evidence counts once a newer call adds
+// its own.
+const memoDecay = 0.5
+
+// memo remembers, per index and partition (and filter), the live ratio
+// earlier calls read, so that the first request of a call, page 1 included,
+// is sized for it. It is bounded (memoCap partitions, the oldest forgotten
+// first) and only ever changes request sizes, never results.
+type memo struct {
+	mu    sync.Mutex
+	m     map[string]memoEntry
+	order []string // keys, oldest first
+}
+
+type memoEntry struct{ live, read float64 }
+
+func (m *memo) get(key string) (ratio, weight float64) {
+	if m == nil {
+		return 0, 0
+	}
+	m.mu.Lock()
+	e, ok := m.m[key]
+	m.mu.Unlock()
+	if !ok || e.read == 0 {
+		return 0, 0
+	}
+	return e.live / e.read, e.read
+}
+
+func (m *memo) put(key string, live, read float64) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]memoEntry{}
+	}
+	e, ok := m.m[key]
+	if !ok {
+		if len(m.order) >= memoCap {
+			delete(m.m, m.order[0])
+			m.order = m.order[1:]
+		}
+		m.order = append(m.order, key)
+	}
+	m.m[key] = memoEntry{live: e.live*memoDecay + live, read: e.read*memoDecay + read}
+}

@@ -2,11 +2,13 @@ package ddbindex
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,4 +74,103 @@ func TestPageFillRefusesToMintOversizedCursor(t *testing.T) {
 	_, err = tb.Query("", "p").Limit(1).After(p.Cursor).Page(context.Background())
 	require.ErrorIs(t, err, ErrInvalidQuery)
 	require.Contains(t, err.Error(), "over Options.MaxCursorBytes (200)")
+}
+
+// pfStrictClient refuses, as a server that checks start keys against its
+// items would, every ExclusiveStartKey whose sort key is not the key of an
+// item it has returned or evaluated: the page fill must then fall back to
+// starting after the page's last item.
+type pfStrictClient struct {
+	Client
+	sk      string
+	seen    map[string]bool
+	refused int
+}
+
+func (c *pfStrictClient) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if esk := in.ExclusiveStartKey; esk != nil && !c.seen[avString(esk[c.sk])] {
+		c.refused++
+		return nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "The provided starting key is invalid"}
+	}
+	out, err := c.Client.Query(ctx, in, optFns...)
+	if err == nil {
+		for _, it := range out.Items {
+			c.seen[avString(it[c.sk])] = true
+		}
+		if out.LastEvaluatedKey != nil {
+			c.seen[avString(out.LastEvaluatedKey[c.sk])] = true
+		}
+	}
+	return out, err
+}
+
+// TestPageFillStartKeyFallback: a server that refuses a start key built
+// before a cursor's next item gets one built from the page's last item
+// instead, and the pages are unchanged.
+func TestPageFillStartKeyFallback(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[benchFeedItem](t)
+	dead := make([]bool, 120)
+	for i := range dead {
+		dead[i] = i%10 != 0 && i%10 != 1 // runs of 8 tombstones
+	}
+	benchLoad(t, tb, "c", dead)
+	read := func(tb *Table[benchFeedItem]) (ids []string) {
+		cursor := ""
+		for {
+			p, err := tb.Query("feed", "c").Limit(3).After(cursor).Page(context.Background())
+			require.NoError(t, err)
+			for _, it := range p.Items {
+				ids = append(ids, it.ID)
+			}
+			if cursor = p.Cursor; cursor == "" {
+				return ids
+			}
+		}
+	}
+	want := read(coldMemo(tb))
+	require.Len(t, want, 24)
+	strict := &pfStrictClient{Client: tb.client, sk: "_sk", seen: map[string]bool{}}
+	st := coldMemo(tb)
+	st.client = strict
+	require.Equal(t, want, read(st))
+	require.Positive(t, strict.refused, "the server refused start keys before next items")
+}
+
+// TestPageFillHugeLimit: a Limit as large as an int goes returns every live
+// item (the look-ahead and the request sizes cannot overflow), and no request
+// asks for more than maxRequestItems.
+func TestPageFillHugeLimit(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[benchFeedItem](t)
+	dead := make([]bool, 50)
+	for i := range dead {
+		dead[i] = i%4 == 0
+	}
+	benchLoad(t, tb, "c", dead)
+	rec := &qtRecorder{Client: tb.client}
+	rt := coldMemo(tb)
+	rt.client = rec
+	for _, limit := range []int{math.MaxInt, math.MaxInt32, math.MaxInt32 - 1, maxPageItems + 5} {
+		rec.reset()
+		p, err := rt.Query("feed", "c").Limit(limit).Page(context.Background())
+		require.NoError(t, err, "limit %d", limit)
+		require.Len(t, p.Items, 37, "limit %d", limit)
+		require.Empty(t, p.Cursor)
+		n := 0
+		for it, err := range rt.Query("feed", "c").Limit(limit).All(context.Background()) {
+			require.NoError(t, err)
+			require.NotEmpty(t, it.ID)
+			n++
+		}
+		require.Equal(t, 37, n)
+		ok, err := rt.Query("feed", "c").Limit(limit).Exists(context.Background())
+		require.NoError(t, err)
+		require.True(t, ok)
+		for _, in := range rec.recorded() {
+			require.NotNil(t, in.Limit)
+			require.Positive(t, *in.Limit)
+			require.LessOrEqual(t, int(*in.Limit), maxRequestItems)
+		}
+	}
 }

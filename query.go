@@ -3,6 +3,7 @@ package ddbindex
 import (
 	"context"
 	"iter"
+	"math"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -127,10 +128,11 @@ func (s *Stats) add(o Stats) {
 // plan is a query translated for one index: everything a request needs but
 // its Limit and ExclusiveStartKey.
 type plan struct {
-	def   *keyDef
-	input dynamodb.QueryInput
-	kc    *keyCond
-	start position // from the cursor; nil at the beginning
+	def     *keyDef
+	input   dynamodb.QueryInput
+	kc      *keyCond
+	start   cursorPos // from the cursor; zero at the beginning
+	memoKey string    // the page fill's memo entry: index, partition and filter
 }
 
 // plan validates q and translates it for its index, decoding the cursor. It
@@ -148,6 +150,9 @@ func (q Query[T]) plan() (*plan, error) {
 func (q Query[T]) planFor(d *keyDef) (*plan, error) {
 	if q.limit < 0 {
 		return nil, queryErr(d.name, "Limit %d is negative", q.limit)
+	}
+	if q.maxRequests < 0 || q.maxUnits < 0 || math.IsNaN(q.maxUnits) {
+		return nil, queryErr(d.name, "MaxRequests %d and MaxReadUnits %g must not be negative", q.maxRequests, q.maxUnits)
 	}
 	if q.consistent && d.kind == GSI {
 		return nil, queryErr(d.name, "a GSI cannot serve consistent reads; read the base table, or make the index an index table")
@@ -198,7 +203,10 @@ func (q Query[T]) planFor(d *keyDef) (*plan, error) {
 	if err != nil {
 		return nil, queryErr(d.name, "%v", err)
 	}
-	p := &plan{def: d, kc: kc}
+	p := &plan{def: d, kc: kc, memoKey: d.name + "\x00" + positionKey(pkTexts)}
+	if expr.Filter() != nil {
+		p.memoKey += "\x00" + *expr.Filter()
+	}
 	p.input = dynamodb.QueryInput{
 		TableName:                 aws.String(q.t.tableOf(d)),
 		KeyConditionExpression:    expr.KeyCondition(),
@@ -216,39 +224,47 @@ func (q Query[T]) planFor(d *keyDef) (*plan, error) {
 		p.input.IndexName = aws.String(d.physical)
 	}
 	if q.cursor != "" {
-		pos, err := decodeCursor(d, q.cursor, q.desc, &q.t.opts)
+		c, err := decodeCursor(d, q.cursor, q.desc, &q.t.opts)
 		if err != nil {
 			return nil, err
 		}
-		if err := p.checkPosition(pos, pkTexts); err != nil {
+		if err := p.checkPosition(c.at, pkTexts, ""); err != nil {
 			return nil, err
 		}
-		p.start = pos
+		if c.next != nil {
+			if err := p.checkPosition(c.next, pkTexts, "next position: "); err != nil {
+				return nil, err
+			}
+			if !d.follows(c.next, c.at, q.desc) {
+				return nil, cursorErr(nil, "the next position does not follow the position")
+			}
+		}
+		p.start = c
 	}
 	return p, nil
 }
 
 // checkPosition verifies that a cursor's position lies in the query's
 // partition and satisfies its sort condition, and that it makes a valid
-// ExclusiveStartKey.
-func (p *plan) checkPosition(pos position, partition []string) error {
+// ExclusiveStartKey. what prefixes the reasons.
+func (p *plan) checkPosition(pos position, partition []string, what string) error {
 	d := p.def
 	for i, c := range d.pk.parts {
 		if pos[d.slot(c.f)] != partition[i] {
-			return cursorErr(nil, "minted for another partition")
+			return cursorErr(nil, "%sminted for another partition", what)
 		}
 	}
 	if p.kc != nil {
 		ord, err := d.sk.ordered(d.textOf(pos))
 		if err != nil {
-			return cursorErr(err, "position does not encode")
+			return cursorErr(err, "%sposition does not encode", what)
 		}
 		if !p.kc.match(ord) {
-			return cursorErr(nil, "position lies outside the query's sort condition")
+			return cursorErr(nil, "%sposition lies outside the query's sort condition", what)
 		}
 	}
 	if _, err := d.startKey(pos); err != nil {
-		return cursorErr(err, "position does not make a start key")
+		return cursorErr(err, "%sposition does not make a start key", what)
 	}
 	return nil
 }
@@ -291,9 +307,10 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 			yield(zero, err)
 			return
 		}
-		pager := newPager(q, p)
+		pager := newPager(q, p, true)
 		yielded := 0
 		defer func() {
+			pager.remember()
 			if q.report != nil {
 				// Each request counts once, also when the next one failed;
 				// live items read but not yielded (beyond Limit, or after the
@@ -311,7 +328,7 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 			}
 			size := 0
 			if q.limit > 0 {
-				size = pager.requestSize(q.limit - yielded)
+				size = pager.size.next(min(q.limit, maxPageItems) - yielded)
 			}
 			items, more, err := pager.next(ctx, size)
 			if err != nil {

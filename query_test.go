@@ -1251,7 +1251,9 @@ func TestQueryCaps(t *testing.T) {
 			for _, limit := range []int{1, 3, 5} {
 				t.Run(fmt.Sprintf("%s_desc=%v_limit=%d", c.name, desc, limit), func(t *testing.T) {
 					t.Parallel()
-					q := c.cap(tb.Query("feed", "dense").Limit(limit))
+					// A cold memory, so that the first pages are sized
+					// without knowing the partition, as the caps expect.
+					q := c.cap(coldMemo(tb).Query("feed", "dense").Limit(limit))
 					want := slices.Clone(live)
 					if desc {
 						q = q.Desc()

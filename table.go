@@ -108,6 +108,7 @@ type Table[T any] struct {
 	client Client
 	s      *schema
 	opts   Options
+	memo   *memo // the page fill's memory of live ratios
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
@@ -127,7 +128,7 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is reserved for tombstones and versions by the Options; rename the model attribute or the option", a)}
 		}
 	}
-	return &Table[T]{client: client, s: s, opts: o}, nil
+	return &Table[T]{client: client, s: s, opts: o, memo: &memo{}}, nil
 }
 
 // TableName returns the physical name of the base table.
