@@ -239,11 +239,14 @@ func Faulty(tb testing.TB, policy faults.Policy, retryer func() aws.Retryer) (*d
 // NoQuotaRetryer returns the SDK's standard retryer with maxAttempts
 // attempts and no retry quota (ratelimit.None), so that a high injected
 // fault rate does not exhaust the quota shared by every call of a client.
+// Its backoff is capped at 20 ms: the local servers need no pause, and the
+// tests stay short (how long it waits changes no outcome).
 func NoQuotaRetryer(maxAttempts int) func() aws.Retryer {
 	return func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = maxAttempts
 			o.RateLimiter = ratelimit.None
+			o.MaxBackoff = 20 * time.Millisecond
 		})
 	}
 }
