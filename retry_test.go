@@ -63,6 +63,7 @@ func TestIsTransient(t *testing.T) {
 		"canceled":           context.Canceled,
 		"deadline":           fmt.Errorf("ddbindex: read shard s: %w", context.DeadlineExceeded),
 		"canceled request":   rtOp(&smithy.CanceledError{Err: context.Canceled}),
+		"poison record":      &PoisonRecordError{PoisonRecord{Err: ErrInvalidWrite}},
 		"some unknown error": errors.New("boom"),
 	} {
 		require.False(t, IsTransient(err), name)
