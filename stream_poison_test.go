@@ -163,9 +163,11 @@ func TestConsumerPoisonRecords(t *testing.T) {
 				require.Equal(t, []string{"a", "b"}, ids("by_due"))
 			}
 
-			// Default policy, in parallel: the same stop and checkpoint.
+			// Default policy, in parallel: the same stop and checkpoint (the
+			// records after the poison one may have been applied: into
+			// index tables of its own).
 			pcp := &MemoryCheckpoints{}
-			_, err := NewStreamConsumer(tb, sc, pcp, ConsumerOptions{Workers: 16, Retry: fsFast}).Poll(ctx)
+			_, err := NewStreamConsumer(psFreshIndexes(t, tb, c), sc, pcp, ConsumerOptions{Workers: 16, Retry: fsFast}).Poll(ctx)
 			var perr *PoisonRecordError
 			require.ErrorAs(t, err, &perr)
 			require.Equal(t, seq(2), perr.SequenceNumber)
@@ -194,4 +196,24 @@ func TestConsumerPoisonRecords(t *testing.T) {
 			require.Zero(t, st, "skipped once, past the checkpoint")
 		})
 	}
+}
+
+// psFreshIndexes returns a Table for tb's base table with new, empty index
+// tables.
+func psFreshIndexes(t *testing.T, tb *Table[psEvent], c *dynamodb.Client) *Table[psEvent] {
+	t.Helper()
+	prefix := ddbtest.Name(t, "parallel")
+	fresh, err := New[psEvent](c, func(o *Options) {
+		o.TableName = func(s string) string {
+			if s == tb.s.table {
+				return tb.TableName()
+			}
+			return prefix + "-" + s
+		}
+	})
+	require.NoError(t, err)
+	for _, in := range fresh.CreateTableInputs(false)[1:] {
+		ddbtest.CreateTable(t, c, in)
+	}
+	return fresh
 }
