@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,10 +254,10 @@ type ConsumerOptions struct {
 	// (its EndingSequenceNumber); past it, until DynamoDB ends the shard
 	// (NextShardIterator null), MaxEmptyReads applies as well. Default 3.
 	MaxEmptyReads int
-	// Workers is how many records are applied at once. Records of one base
-	// item (the same key) go to the same worker, in stream order; records of
-	// different items are applied in parallel. Default 16; 1 applies one
-	// record at a time.
+	// Workers is how many records are applied at once. The records of one
+	// base item (the same key) in a GetRecords page are applied by one
+	// worker, in stream order; different items' records in parallel.
+	// Default 16; 1 applies one record at a time, in stream order.
 	Workers int
 	// CheckpointEvery: the consumer checkpoints whenever this many more
 	// records in stream order have been applied, and at the end of every
@@ -667,13 +667,14 @@ type recordResult struct {
 	stopped bool // not tried: an earlier record failed
 }
 
-// applyPage applies one GetRecords page: records go to workers by a hash of
-// their base key, so one item's records are applied in order; the
-// checkpoint follows the longest prefix of the page that is applied, every
-// CheckpointEvery records and at the end. When a record fails, the records
-// before it are still applied, records after it are no longer started, and
-// the page returns the failure of the first record that failed, checkpointed
-// up to the record before it.
+// applyPage applies one GetRecords page. Its records are grouped by base
+// item, in stream order; each of Workers workers takes the next item's
+// records and applies them in order, so one item's changes are applied in
+// order and different items' in parallel. The checkpoint follows the longest
+// prefix of the page that is applied, every CheckpointEvery records and at
+// the end. When a record fails, the records before it are still applied,
+// records after it are no longer started, and the page returns the failure
+// of the first record that failed, checkpointed up to the record before it.
 func (c *StreamConsumer[T]) applyPage(ctx context.Context, arn, shard string, recs []streamtypes.Record) (ApplyStats, error) {
 	var st ApplyStats
 	n := len(recs)
@@ -690,31 +691,40 @@ func (c *StreamConsumer[T]) applyPage(ctx context.Context, arn, shard string, re
 			}
 		}
 	}
+	var items [][]int
+	if c.opts.Workers == 1 {
+		// One worker: the page in stream order, which keeps every item's
+		// order, and lets the checkpoint follow record by record.
+		items = make([][]int, n)
+		for i := range items {
+			items[i] = []int{i}
+		}
+	} else {
+		items = c.groupByItem(recs)
+	}
+	jobs := make(chan []int, len(items))
+	for _, item := range items {
+		jobs <- item
+	}
+	close(jobs)
 	results := make(chan recordResult, n)
-	queues := make([]chan int, min(c.opts.Workers, n))
 	var wg sync.WaitGroup
-	for w := range queues {
-		q := make(chan int, n)
-		queues[w] = q
+	for range min(c.opts.Workers, len(items)) {
 		wg.Go(func() {
-			for i := range q {
-				if int64(i) > stop.Load() {
-					results <- recordResult{i: i, stopped: true}
-					continue
+			for item := range jobs {
+				for _, i := range item {
+					if int64(i) > stop.Load() {
+						results <- recordResult{i: i, stopped: true}
+						continue
+					}
+					s, err := c.applyRecord(ctx, arn, shard, recs[i])
+					if err != nil {
+						lower(int64(i))
+					}
+					results <- recordResult{i: i, st: s, err: err}
 				}
-				s, err := c.applyRecord(ctx, arn, shard, recs[i])
-				if err != nil {
-					lower(int64(i))
-				}
-				results <- recordResult{i: i, st: s, err: err}
 			}
 		})
-	}
-	for i := range recs {
-		queues[c.workerOf(recs[i], len(queues))] <- i
-	}
-	for _, q := range queues {
-		close(q)
 	}
 
 	done := make([]bool, n)
@@ -782,32 +792,60 @@ func (c *StreamConsumer[T]) checkpoint(ctx context.Context, shard string, recs [
 	return nil
 }
 
-// workerOf returns the worker (of n) for a record: a hash of its base key.
-func (c *StreamConsumer[T]) workerOf(r streamtypes.Record, n int) int {
-	if n <= 1 {
-		return 0
+// groupByItem returns the indexes of recs grouped by base item (records
+// without a key each alone), each group in stream order, the groups in the
+// order of their first record.
+func (c *StreamConsumer[T]) groupByItem(recs []streamtypes.Record) [][]int {
+	groups := make([][]int, 0, len(recs))
+	byKey := make(map[string]int, len(recs))
+	var b []byte
+	for i, r := range recs {
+		key := c.recordKey(r)
+		if len(key) == 0 {
+			groups = append(groups, []int{i})
+			continue
+		}
+		b = appendItemKey(b[:0], key)
+		if g, ok := byKey[string(b)]; ok {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		byKey[string(b)] = len(groups)
+		groups = append(groups, []int{i})
 	}
-	key := c.recordKey(r)
+	return groups
+}
+
+// appendItemKey appends an unambiguous text of a base key: its attribute
+// names, sorted, each with its value's type and length-prefixed value.
+func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 	names := make([]string, 0, len(key))
 	for k := range key {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	h := fnv.New64a()
 	for _, k := range names {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		switch v := key[k].(type) {
+		var typ byte
+		var v []byte
+		switch av := key[k].(type) {
 		case *streamtypes.AttributeValueMemberS:
-			h.Write([]byte(v.Value))
+			typ, v = 'S', []byte(av.Value)
 		case *streamtypes.AttributeValueMemberN:
-			h.Write([]byte(v.Value))
+			typ, v = 'N', []byte(av.Value)
 		case *streamtypes.AttributeValueMemberB:
-			h.Write(v.Value)
+			typ, v = 'B', av.Value
+		default:
+			typ, v = '?', []byte(fmt.Sprintf("%T", av))
 		}
-		h.Write([]byte{0})
+		b = strconv.AppendInt(b, int64(len(k)), 10)
+		b = append(b, ':')
+		b = append(b, k...)
+		b = append(b, typ)
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
 	}
-	return int(h.Sum64() % uint64(n))
+	return b
 }
 
 // recordKey returns a record's base key: its Keys, or else the base key
