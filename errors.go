@@ -78,9 +78,11 @@ func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.cod
 // Code returns the stable code (such as "DDBX-300") of the ddbindex error in
 // err's chain, or "" when there is none.
 func Code(err error) string {
-	for _, s := range []*codedError{ErrDeclaration, ErrInvalidQuery, ErrInvalidCursor, ErrNoProgress,
-		ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange, ErrTooManyActions, ErrInvalidWrite,
-		ErrStreamGap, ErrPoisonRecord} {
+	// The stream errors come first: they wrap the error that made them,
+	// which may carry a code of its own (a poison record's ErrInvalidWrite).
+	for _, s := range []*codedError{ErrStreamGap, ErrPoisonRecord, ErrDeclaration, ErrInvalidQuery,
+		ErrInvalidCursor, ErrNoProgress, ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange,
+		ErrTooManyActions, ErrInvalidWrite} {
 		if errors.Is(err, s) {
 			return s.code
 		}

@@ -36,6 +36,12 @@ type BackfillOptions struct {
 	PageSize int32
 	// Progress, if set, is called after every Scan page with the totals so far.
 	Progress func(BackfillStats)
+	// Retry bounds Backfill's retries of each Scan and each write that fails
+	// with a transient error (throttling, 5xx, connection errors, the SDK's
+	// retry quota used up). Retrying is safe: the scan re-reads the same page,
+	// and a write whose first attempt was applied fails its condition and
+	// counts as Skipped.
+	Retry RetryOptions
 }
 
 // BackfillStats counts what a backfill did.
@@ -60,9 +66,10 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 	if d.kind != IndexTable {
 		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrInvalidWrite, indexLabel(index), d.kind)
 	}
-	if opts.PageSize == 0 {
+	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
+	opts.Retry = opts.Retry.withDefaults()
 	in := &dynamodb.ScanInput{TableName: aws.String(t.TableName()), Limit: aws.Int32(opts.PageSize)}
 	if opts.TotalSegments > 1 {
 		in.Segment, in.TotalSegments = aws.Int32(opts.Segment), aws.Int32(opts.TotalSegments)
@@ -72,7 +79,7 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 		return st, fmt.Errorf("ddbindex: %w", err)
 	}
 	for {
-		out, err := api.Scan(ctx, in)
+		out, err := retryCall(ctx, opts.Retry, "Scan", func() (*dynamodb.ScanOutput, error) { return api.Scan(ctx, in) })
 		if err != nil {
 			return st, fmt.Errorf("ddbindex: scan %s: %w", t.TableName(), err)
 		}
@@ -95,10 +102,11 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 				st.Sparse++
 				continue
 			}
-			_, err = t.client.PutItem(ctx, &dynamodb.PutItemInput{
+			put := &dynamodb.PutItemInput{
 				TableName: aws.String(t.tableOf(d)), Item: e, ConditionExpression: cond.Condition(),
 				ExpressionAttributeNames: cond.Names(),
-			})
+			}
+			_, err = retryCall(ctx, opts.Retry, "PutItem", func() (*dynamodb.PutItemOutput, error) { return t.client.PutItem(ctx, put) })
 			var ccf *types.ConditionalCheckFailedException
 			switch {
 			case errors.As(err, &ccf):

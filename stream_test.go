@@ -174,7 +174,7 @@ func stChanges(t *testing.T, recs []streamtypes.Record) []Change {
 
 // stFreshIndexes returns a Table for the same base table as tb whose index
 // tables are new and empty.
-func stFreshIndexes(t *testing.T, tb *Table[stTicket], c *dynamodb.Client, name string) *Table[stTicket] {
+func stFreshIndexes(t testing.TB, tb *Table[stTicket], c *dynamodb.Client, name string) *Table[stTicket] {
 	t.Helper()
 	prefix := ddbtest.Name(t, name)
 	baseName := tb.TableName()
@@ -516,12 +516,13 @@ func TestStreamConsumerErrors(t *testing.T) {
 		require.ErrorContains(t, err, msg)
 	}
 
-	// Images that do not fit the model: Apply fails, nothing is checkpointed.
+	// Images that do not fit the model: a poison record, nothing is
+	// checkpointed.
 	mm, err := New[stMismatch](c, func(o *Options) { o.TableName = func(string) string { return tb.TableName() } })
 	require.NoError(t, err)
 	mcp := &MemoryCheckpoints{}
 	_, err = NewStreamConsumer(mm, sc, mcp, ConsumerOptions{}).Poll(ctx)
-	require.Error(t, err)
+	require.ErrorIs(t, err, ErrPoisonRecord)
 	require.ErrorContains(t, err, "Created")
 	require.Empty(t, mcp.seq, "a failed batch is not checkpointed")
 
@@ -586,4 +587,8 @@ func TestStreamShardOrder(t *testing.T) {
 	// Defaults.
 	require.Equal(t, int32(1000), cons.opts.BatchSize)
 	require.Equal(t, time.Second, cons.opts.PollInterval)
+	require.Equal(t, 3, cons.opts.MaxEmptyReads)
+	require.Equal(t, 16, cons.opts.Workers)
+	require.Equal(t, 100, cons.opts.CheckpointEvery)
+	require.Equal(t, RetryOptions{}.withDefaults(), cons.opts.Retry)
 }

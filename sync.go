@@ -354,6 +354,9 @@ type ApplyStats struct {
 	Puts    int // live entries written
 	Deletes int // tombstones written
 	Stale   int // writes skipped because the entry already holds this change or a newer one
+	// Skipped counts poison stream records that a StreamConsumer's OnPoison
+	// hook chose to skip (Apply never skips: it returns the error).
+	Skipped int
 }
 
 func (s *ApplyStats) add(o ApplyStats) {
@@ -361,6 +364,7 @@ func (s *ApplyStats) add(o ApplyStats) {
 	s.Puts += o.Puts
 	s.Deletes += o.Deletes
 	s.Stale += o.Stale
+	s.Skipped += o.Skipped
 }
 
 // Apply computes and applies the index-table writes of changes, in order.
