@@ -145,7 +145,7 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 	fmt.Fprintf(w, "== posts since 09:30: %d live (%d tombstones skipped, %d requests)\n", count, stats.Filtered, stats.Requests)
 
 	// A tampered cursor is a client error (HTTP 400), raised before any request.
-	_, err = posts.Query("newest", "global").Desc().After(cursor[:len(cursor)-2] + "xx").Page(ctx)
+	_, err = posts.Query("newest", "global").Desc().After("zz" + cursor[2:]).Page(ctx)
 	fmt.Fprintf(w, "== a tampered cursor: invalid=%t: %v\n", ddbindex.IsInvalidCursor(err), err)
 	return nil
 }
