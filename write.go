@@ -96,11 +96,11 @@ func (t *Table[T]) prepare(item *T) (*prepared, error) {
 		return nil, err
 	}
 	if err := t.addDerived(av, texts); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidWrite, err)
+		return nil, err
 	}
 	key, err := t.baseKey(texts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidWrite, err)
+		return nil, err
 	}
 	return &prepared{av: av, texts: texts, key: key}, nil
 }
