@@ -175,6 +175,10 @@ func TestTimeKeysSameFromEveryPath(t *testing.T) {
 				require.NoError(t, err)
 				_, err = tb.Put(t.Context(), ev)
 				require.ErrorIs(t, err, ErrInvalidWrite)
+				tt, err := New[tkTable](cl, func(o *Options) { o.WriteThrough = wt })
+				require.NoError(t, err)
+				_, err = tt.Put(t.Context(), tkTable(ev))
+				require.ErrorIs(t, err, ErrInvalidWrite)
 				require.Zero(t, cl.calls.Load(), "refused before any request")
 			}
 			continue

@@ -90,7 +90,12 @@ type prepared struct {
 	key   map[string]types.AttributeValue
 }
 
-func (t *Table[T]) prepare(item *T) (*prepared, error) {
+// prepare marshals item and checks, before any request, every key it
+// implies: the base key and the GSI/LSI keys always, and when whole (the item
+// as it will be stored: Put, Move's destination) its index-table entries
+// too, built by the code that builds them from a stream image, so that a
+// write the stream consumer would refuse on every pass is never made.
+func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 	av, texts, err := t.marshal(item)
 	if err != nil {
 		return nil, err
@@ -101,6 +106,11 @@ func (t *Table[T]) prepare(item *T) (*prepared, error) {
 	key, err := t.baseKey(texts)
 	if err != nil {
 		return nil, err
+	}
+	if whole && t.hasIndexTables() {
+		if _, err := t.IndexWrites(Change{New: av, Version: "1"}); err != nil {
+			return nil, fmt.Errorf("%w: index table entry: %w", ErrInvalidWrite, err)
+		}
 	}
 	return &prepared{av: av, texts: texts, key: key}, nil
 }
@@ -184,7 +194,7 @@ func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeVa
 func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 	expected := t.version(&item)
 	t.setVersion(&item, expected+1)
-	p, err := t.prepare(&item)
+	p, err := t.prepare(&item, true)
 	if err != nil {
 		return item, err
 	}
@@ -230,7 +240,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	if t.s.version != nil && expected == 0 {
 		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
 	}
-	p, err := t.prepare(&item)
+	p, err := t.prepare(&item, false)
 	if err != nil {
 		return err
 	}
@@ -308,12 +318,12 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 		// taking the item's version back.
 		return to, writeErr("Move of %s needs the item's current version (it is 0)", t.s.model)
 	}
-	pf, err := t.prepare(&from)
+	pf, err := t.prepare(&from, false)
 	if err != nil {
 		return to, err
 	}
 	t.setVersion(&to, expected+1)
-	pt, err := t.prepare(&to)
+	pt, err := t.prepare(&to, true)
 	if err != nil {
 		return to, err
 	}
@@ -373,7 +383,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 	if t.writeThrough() {
 		return writeErr("Update of %s in write-through mode: index tables need the whole new item; use Put", t.s.model)
 	}
-	p, err := t.prepare(&key)
+	p, err := t.prepare(&key, false)
 	if err != nil {
 		return err
 	}
