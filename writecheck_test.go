@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,87 @@ func TestWriteRefusesIndexTableKeysBeforeAnyRequest(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tb.Put(t.Context(), ok)
 	require.ErrorIs(t, err, errWrNoClient)
+}
+
+// wcScore has a float in composite keys: the base sort key, a GSI's, and
+// an index table's.
+type wcScore struct {
+	_     TableSpec `ddbindex:"wc-scores,sk=SK"`
+	_     IndexSpec `ddbindex:"by_score,type=gsi,pk=GPK,sk=GSK"`
+	_     IndexSpec `ddbindex:"ranked,type=table"`
+	Board string    `dynamodbav:"board" ddbindex:"pk;by_score.pk;ranked.pk"`
+	Score float64   `dynamodbav:"score" ddbindex:"sk:0;by_score.sk;ranked.sk"`
+	Other float64   `dynamodbav:"other" ddbindex:"ranked.sk:1"`
+	ID    string    `dynamodbav:"id" ddbindex:"sk:1"`
+}
+
+// TestWriteRefusesFloatsOutsideTheNumberRange: a float component that no
+// DynamoDB Number can hold (the item's own attribute is one) is refused
+// before any request in every composite key, base, GSI and index table,
+// as a native Number key already was; in a query's partition too. A bound
+// of a condition is no stored value and may be infinite.
+func TestWriteRefusesFloatsOutsideTheNumberRange(t *testing.T) {
+	t.Parallel()
+	for _, f := range []float64{math.Inf(1), math.Inf(-1), 1e200, -1e126, 1e-300} {
+		for _, set := range []func(*wcScore){
+			func(s *wcScore) { s.Score = f },
+			func(s *wcScore) { s.Other = f }, // in the index table's key only
+		} {
+			for _, wt := range []bool{false, true} {
+				cl := &wrNoClient{}
+				tb, err := New[wcScore](cl, func(o *Options) { o.WriteThrough = wt })
+				require.NoError(t, err)
+				it := wcScore{Board: "b", Score: 1.5, Other: 2, ID: "x"}
+				set(&it)
+				_, err = tb.Put(t.Context(), it)
+				require.ErrorIs(t, err, ErrInvalidWrite, "%g", f)
+				require.ErrorContains(t, err, "outside the range of a DynamoDB Number")
+				require.Zero(t, cl.calls.Load(), "%g: no request", f)
+			}
+		}
+	}
+	tb, err := New[wcScore](&wrNoClient{})
+	require.NoError(t, err)
+	_, err = tb.Marshal(wcScore{Board: "b", Score: 1e125, Other: -1e-129, ID: "x"})
+	require.NoError(t, err, "the edges of the range are fine")
+	d, err := tb.index("by_score")
+	require.NoError(t, err)
+	_, err = d.sortCond(Lt(math.Inf(1)))
+	require.NoError(t, err, "a bound may be infinite")
+}
+
+// TestSortCondRefusesKeyTextOverTheLimit: a condition whose key text is
+// over DynamoDB's 1,024 bytes for a sort key value is refused before any
+// request, as a partition value over 2,048 bytes already was.
+func TestSortCondRefusesKeyTextOverTheLimit(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("s", 1021)      // "ST#" + 1021 = 1024 bytes, whole key's first component
+	escaped := strings.Repeat("\x01", 342) // 1,026 bytes once escaped
+	for _, tc := range []struct {
+		index string
+		c     SortCondition
+	}{
+		{"", Eq(long)},                      // ST#sss...# : 1025 bytes
+		{"", Lt(long)},                      // ST#sss...# : 1025 bytes
+		{"", Between("a", long)},            // the upper bound: 1025 bytes
+		{"feed", Eq(escaped)},               // 1027 bytes
+		{"feed", Ge(escaped, 1)},            // over the limit with one more component
+		{"feed", BeginsWith(long + "ssss")}, // a 1,025-byte prefix
+		{"by_name", Eq(strings.Repeat("n", 1025))},
+		{"by_name", BeginsWith(strings.Repeat("n", 1025))},
+		{"by_bin", BeginsWith(strings.Repeat("b", 513))}, // hex: 1026 bytes
+	} {
+		_, err := kcDef(t, tc.index).sortCond(tc.c)
+		require.ErrorIs(t, err, ErrInvalidQuery, "%s on %q", tc.c, tc.index)
+		require.ErrorContains(t, err, "limit", "%s on %q", tc.c, tc.index)
+	}
+	// Just under the limit is fine, and so is the query through a table.
+	_, err := kcDef(t, "").sortCond(Eq(long[:1020]))
+	require.NoError(t, err)
+	cl := &wrNoClient{}
+	tb, err := New[kcTicket](cl)
+	require.NoError(t, err)
+	_, err = tb.Query("feed", "T").Where(Eq(escaped)).Page(t.Context())
+	require.ErrorIs(t, err, ErrInvalidQuery)
+	require.Zero(t, cl.calls.Load())
 }
