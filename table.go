@@ -121,6 +121,12 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 	for _, fn := range optFns {
 		fn(&o)
 	}
+	if o.Retention < 0 {
+		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.Retention is %v; a tombstone's retention cannot be negative (0 means the default, 7 days)", o.Retention)}
+	}
+	if o.MaxCursorBytes < 0 {
+		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.MaxCursorBytes is %d; the cursor size cap cannot be negative (0 means the default, 4096)", o.MaxCursorBytes)}
+	}
 	o.setDefaults()
 	for _, a := range []string{o.DeletedAttr, o.TTLAttr, o.VersionAttr} {
 		if s.attrs[a] {
