@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
 	"slices"
@@ -446,7 +447,6 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 				return writeErr("Update of %s sets its version field %s, which ddbindex owns", t.s.model, name)
 			}
 		}
-		update = update.Add(expression.Name(t.s.version.attr), expression.Value(1))
 		if v := t.version(&key); v > 0 {
 			cond = cond.And(expression.Name(t.s.version.attr).Equal(expression.Value(v)))
 			what = fmt.Sprintf("the item exists with version %d", v)
@@ -456,15 +456,26 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 	// instead of applying the update twice, and tells it apart from
 	// another writer's update.
 	token := newToken()
-	update, cond = t.withToken(update, cond, token)
+	tok := expression.Name(t.opts.WriteTokenAttr)
+	cond = cond.And(tok.AttributeNotExists().Or(tok.NotEqual(expression.Value(token))))
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
 		return writeErr("%v", err)
 	}
+	// The library's own operations (the token, the version) are added to
+	// the built expression, not to update: copies of an UpdateBuilder share
+	// its operations, so adding to it would change the caller's builder.
+	names, values := maps.Clone(expr.Names()), maps.Clone(expr.Values())
+	own := map[string][]string{"SET": {"#ddbxTok = :ddbxTok"}}
+	names["#ddbxTok"], values[":ddbxTok"] = t.opts.WriteTokenAttr, &types.AttributeValueMemberS{Value: token}
+	if t.s.version != nil {
+		own["ADD"] = []string{"#ddbxVer :ddbxOne"}
+		names["#ddbxVer"], values[":ddbxOne"] = t.s.version.attr, &types.AttributeValueMemberN{Value: "1"}
+	}
 	var att attempts
 	_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: aws.String(mergeUpdate(aws.ToString(expr.Update()), own)),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, att.option)
 	if err != nil {
@@ -473,6 +484,30 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		})
 	}
 	return nil
+}
+
+// mergeUpdate adds operations to an update expression as the expression
+// package writes it: one line per clause, the keyword first ("SET #0 = :0,
+// #1 = :1"). An operation joins its clause's line, or starts the clause: a
+// clause may appear only once.
+func mergeUpdate(update string, ops map[string][]string) string {
+	lines := strings.Split(strings.TrimRight(update, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		lines = nil
+	}
+	for _, kw := range []string{"SET", "REMOVE", "ADD", "DELETE"} {
+		add := ops[kw]
+		if len(add) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, kw+" ") })
+		if i < 0 {
+			lines = append(lines, kw+" "+strings.Join(add, ", "))
+		} else {
+			lines[i] += ", " + strings.Join(add, ", ")
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // keyAttrTouched returns ErrKeyChange when attr is a key attribute or a key
@@ -642,8 +677,10 @@ func (a *attempts) mayBeRetried() bool { return a.n.Load() != 1 }
 // newToken returns a random write token: 128 bits, as text.
 func newToken() string { return rand.Text() }
 
-// withToken adds a write token to an update: it is written with the update,
-// and the update is conditioned on the item not holding it already.
+// withToken adds a write token to an update the library builds itself: it
+// is written with the update, and the update is conditioned on the item not
+// holding it already. (Update adds it to the built expression instead: it
+// must not change the caller's builder.)
 func (t *Table[T]) withToken(upd expression.UpdateBuilder, cond expression.ConditionBuilder, token string) (expression.UpdateBuilder, expression.ConditionBuilder) {
 	n := expression.Name(t.opts.WriteTokenAttr)
 	return upd.Set(n, expression.Value(token)), cond.And(n.AttributeNotExists().Or(n.NotEqual(expression.Value(token))))
