@@ -873,7 +873,7 @@ func avFieldsOf(t reflect.Type) avFieldSet {
 	var fields []avField
 	current := []queued{}
 	next := []queued{{typ: t}}
-	count := map[reflect.Type]int{}
+	var count map[reflect.Type]int // how often each type in current was queued
 	nextCount := map[reflect.Type]int{}
 	visited := map[reflect.Type]bool{}
 	for len(next) > 0 {
