@@ -107,6 +107,7 @@ type field struct {
 	typ       reflect.Type // the value type (pointer stripped)
 	ptr       bool
 	omitEmpty bool
+	unixTime  bool    // dynamodbav:",unixtime": stored as whole epoch seconds
 	canon     encoder // the default encoder: positions and cursors hold this text
 }
 
@@ -231,6 +232,8 @@ func parseSchema(t reflect.Type) (*schema, error) {
 			fields = append(fields, sf)
 		}
 	}
+	// Attributes are the fields attributevalue stores, under its names.
+	avs := avFieldsOf(t)
 	for _, sf := range fields {
 		tag, hasTag := sf.Tag.Lookup("ddbindex")
 		switch sf.Type {
@@ -297,26 +300,32 @@ func parseSchema(t reflect.Type) (*schema, error) {
 			}
 			continue
 		}
-		if !sf.IsExported() {
-			if hasTag {
-				return nil, fail(sf.Name, "", "unexported fields cannot be key components")
-			}
+	}
+	for _, sf := range allTagged(t) {
+		if err := checkTaggedField(sf, avs); err != nil {
+			return nil, fail(sf.Name, "", "%v", err)
+		}
+	}
+	if len(avs.conflicts) > 0 {
+		c := avs.conflicts[0]
+		names := make([]string, len(c))
+		for i, f := range c {
+			names[i] = f.sf.Name
+		}
+		return nil, fail(c[len(c)-1].sf.Name, "", "attribute %q is declared by two fields (%s) that attributevalue ranks equal, so it stores neither: rename one, or tag one dynamodbav:\"-\"",
+			c[0].name, strings.Join(names, ", "))
+	}
+	for _, av := range avs.visible {
+		sf := av.sf
+		if sf.Type == reflect.TypeFor[TableSpec]() || sf.Type == reflect.TypeFor[IndexSpec]() {
 			continue
 		}
-		attr, omitEmpty, skip := attrName(sf)
-		if skip {
-			if hasTag {
-				return nil, fail(sf.Name, "", "a field tagged dynamodbav:\"-\" is not stored, so it cannot be a key component")
-			}
-			continue
-		}
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && !strings.Contains(string(sf.Tag), "dynamodbav") {
-			continue // embedded struct: its fields are visited on their own
-		}
+		attr, opts := av.name, avTagOptions(sf)
 		if !s.attrs[attr] {
 			s.attrList = append(s.attrList, attr)
 		}
 		s.attrs[attr] = true
+		tag, hasTag := sf.Tag.Lookup("ddbindex")
 		if !hasTag {
 			continue
 		}
@@ -334,13 +343,13 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		if ft.Kind() == reflect.Pointer {
 			ft, ptr = ft.Elem(), true
 		}
-		fl := &field{goName: sf.Name, attr: attr, index: sf.Index, typ: ft, ptr: ptr, omitEmpty: omitEmpty}
+		fl := &field{goName: sf.Name, attr: attr, index: sf.Index, typ: ft, ptr: ptr, omitEmpty: opts["omitempty"], unixTime: opts["unixtime"]}
 		var err error
 		if fl.canon, err = newEncoder(ft, 0, ""); err != nil {
 			return nil, fail(sf.Name, "", "%v", err)
 		}
-		if _, dup := s.fields[attr]; dup {
-			return nil, fail(sf.Name, "", "attribute %q is declared by two fields", attr)
+		if fl.unixTime && ft != timeType {
+			fl.unixTime = false // attributevalue applies unixtime to times only
 		}
 		s.fields[attr] = fl
 		for _, role := range strings.Split(tag, ";") {
@@ -687,22 +696,109 @@ func parseRole(role string, f *field) (roleDecl, error) {
 	return r, nil
 }
 
-// attrName returns the attribute name attributevalue uses for a field.
+// attrName returns the attribute name attributevalue uses for a field,
+// whether it is omitted when empty, and whether it is not stored at all.
 func attrName(sf reflect.StructField) (name string, omitEmpty, skip bool) {
-	tag := sf.Tag.Get("dynamodbav")
-	if tag == "-" {
+	name, skip, opts := avTag(sf)
+	if skip {
 		return "", false, true
-	}
-	name, opts, _ := strings.Cut(tag, ",")
-	for _, o := range strings.Split(opts, ",") {
-		if o == "omitempty" {
-			omitEmpty = true
-		}
 	}
 	if name == "" {
 		name = sf.Name
 	}
-	return name, omitEmpty, false
+	return name, opts["omitempty"], skip
+}
+
+// avTag reads a field's dynamodbav tag as attributevalue does: the name it
+// gives ("" for none), whether the field is skipped (the name "-", with or
+// without options), and the options.
+func avTag(sf reflect.StructField) (name string, skip bool, opts map[string]bool) {
+	tag := sf.Tag.Get("dynamodbav")
+	if tag == "" {
+		return "", false, nil
+	}
+	parts := strings.Split(tag, ",")
+	if parts[0] == "-" {
+		return "", true, nil
+	}
+	opts = map[string]bool{}
+	for _, o := range parts[1:] {
+		opts[o] = true
+	}
+	return parts[0], false, opts
+}
+
+// allTagged lists every field of t, and of the structs it embeds, that has
+// a ddbindex tag and is not a marker, with full index paths.
+func allTagged(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	var walk func(t reflect.Type, index []int, seen []reflect.Type)
+	walk = func(t reflect.Type, index []int, seen []reflect.Type) {
+		if slices.Contains(seen, t) {
+			return
+		}
+		seen = append(seen, t)
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			sf.Index = append(slices.Clone(index), i)
+			if sf.Type == reflect.TypeFor[TableSpec]() || sf.Type == reflect.TypeFor[IndexSpec]() {
+				continue
+			}
+			if _, ok := sf.Tag.Lookup("ddbindex"); ok {
+				out = append(out, sf)
+			}
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if sf.Anonymous && ft.Kind() == reflect.Struct {
+				walk(ft, sf.Index, seen)
+			}
+		}
+	}
+	walk(t, nil, nil)
+	return out
+}
+
+// checkTaggedField explains why a field with a ddbindex tag is not among the
+// attributes attributevalue stores, or returns nil when it is (or when it is
+// part of a name conflict, reported on its own).
+func checkTaggedField(sf reflect.StructField, avs avFieldSet) error {
+	for _, f := range avs.visible {
+		if slices.Equal(f.sf.Index, sf.Index) {
+			return nil
+		}
+	}
+	for _, c := range avs.conflicts {
+		for _, f := range c {
+			if slices.Equal(f.sf.Index, sf.Index) {
+				return nil
+			}
+		}
+	}
+	name, skip, _ := avTag(sf)
+	ft := sf.Type
+	if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	switch {
+	case skip:
+		return errors.New("a field tagged dynamodbav:\"-\" is not stored, so it cannot be a key component")
+	case !sf.IsExported() && !(sf.Anonymous && ft.Kind() == reflect.Struct && name == ""):
+		return errors.New("unexported fields cannot be key components")
+	case sf.Anonymous && ft.Kind() == reflect.Struct && name == "":
+		return errors.New("an embedded struct is not an attribute (attributevalue stores its fields): tag its fields instead")
+	}
+	if w, ok := avs.hidden[indexKey(sf.Index)]; ok {
+		return fmt.Errorf("its attribute %q is hidden by field %s, which attributevalue stores instead (the shallower field, or the tagged one at the same depth, wins)", w.name, w.sf.Name)
+	}
+	return errors.New("attributevalue does not store this field, so it cannot be a key component")
+}
+
+// avTagOptions returns the options of a field's dynamodbav tag.
+func avTagOptions(sf reflect.StructField) map[string]bool {
+	_, _, opts := avTag(sf)
+	return opts
 }
 
 // errSparse reports that an item has no value for a component, so it is not
@@ -724,4 +820,181 @@ func (f *field) value(v reflect.Value) (reflect.Value, error) {
 		return reflect.Value{}, errSparse
 	}
 	return fv, nil
+}
+
+// ---- attributes as attributevalue sees them ----------------------------------
+
+// The functions below list a model's attributes exactly as attributevalue's encoder
+// does (its enumFields and dominantField, which follow encoding/json): which
+// struct fields become attributes, under which names, and which are left
+// out. The declaration parser builds on this list, so that a key component
+// is always an attribute the base item really holds.
+
+// avField is one struct field that attributevalue considers, with the name
+// it would store it under.
+type avField struct {
+	sf      reflect.StructField // Index is the full path from the model type
+	name    string
+	fromTag bool // the name comes from a dynamodbav tag
+}
+
+// avFieldSet is attributevalue's view of a struct type.
+type avFieldSet struct {
+	// visible are the fields attributevalue marshals, in field order.
+	visible []avField
+	// conflicts are groups of same-named fields that annihilate each other:
+	// attributevalue marshals none of them.
+	conflicts [][]avField
+	// hidden maps the index path of a field that loses to a dominant
+	// same-named one to that field.
+	hidden map[string]avField
+}
+
+func indexKey(index []int) string {
+	var b strings.Builder
+	for i, x := range index {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
+}
+
+// avFieldsOf enumerates t's fields as attributevalue.unionStructFields does
+// with the default tag key: breadth first through anonymous structs, a type
+// explored once, then per name the dominant field (the shallowest; at equal
+// depth the only tagged one; else none).
+func avFieldsOf(t reflect.Type) avFieldSet {
+	type queued struct {
+		typ   reflect.Type
+		index []int
+	}
+	var fields []avField
+	current := []queued{}
+	next := []queued{{typ: t}}
+	var count map[reflect.Type]int // how often each type in current was queued
+	nextCount := map[reflect.Type]int{}
+	visited := map[reflect.Type]bool{}
+	for len(next) > 0 {
+		current, next = next, current[:0]
+		count, nextCount = nextCount, map[reflect.Type]int{}
+		for _, q := range current {
+			if visited[q.typ] {
+				continue
+			}
+			visited[q.typ] = true
+			for i := 0; i < q.typ.NumField(); i++ {
+				sf := q.typ.Field(i)
+				if sf.PkgPath != "" && !sf.Anonymous {
+					continue // unexported
+				}
+				name, skip, _ := avTag(sf)
+				if skip {
+					continue
+				}
+				ft := sf.Type
+				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				sf.Index = append(slices.Clone(q.index), i)
+				if !sf.Anonymous || name != "" || ft.Kind() != reflect.Struct {
+					f := avField{sf: sf, name: sf.Name}
+					if name != "" {
+						f.name, f.fromTag = name, true
+					}
+					fields = append(fields, f)
+					if count[q.typ] > 1 {
+						// The type was embedded more than once at this
+						// depth: a second copy makes the name conflict.
+						fields = append(fields, f)
+					}
+					continue
+				}
+				nextCount[ft]++
+				if nextCount[ft] == 1 {
+					next = append(next, queued{typ: ft, index: sf.Index})
+				}
+			}
+		}
+	}
+	// By name, then depth, then tagged first, then index order.
+	slices.SortStableFunc(fields, func(a, b avField) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		if c := len(a.sf.Index) - len(b.sf.Index); c != 0 {
+			return c
+		}
+		if a.fromTag != b.fromTag {
+			if a.fromTag {
+				return -1
+			}
+			return 1
+		}
+		return slices.Compare(a.sf.Index, b.sf.Index)
+	})
+	set := avFieldSet{hidden: map[string]avField{}}
+	for i := 0; i < len(fields); {
+		j := i + 1
+		for j < len(fields) && fields[j].name == fields[i].name {
+			j++
+		}
+		group := fields[i:j]
+		i = j
+		if len(group) == 1 {
+			set.visible = append(set.visible, group[0])
+			continue
+		}
+		winner, ok := dominant(group)
+		if !ok {
+			set.conflicts = append(set.conflicts, uniqueFields(group))
+			continue
+		}
+		set.visible = append(set.visible, winner)
+		for _, f := range group {
+			if !slices.Equal(f.sf.Index, winner.sf.Index) {
+				set.hidden[indexKey(f.sf.Index)] = winner
+			}
+		}
+	}
+	slices.SortFunc(set.visible, func(a, b avField) int { return slices.Compare(a.sf.Index, b.sf.Index) })
+	return set
+}
+
+// dominant picks the field that wins among same-named ones, as
+// attributevalue's dominantField does; ok is false when none does.
+func dominant(group []avField) (avField, bool) {
+	depth := len(group[0].sf.Index)
+	tagged := -1
+	for i, f := range group {
+		if len(f.sf.Index) > depth {
+			group = group[:i]
+			break
+		}
+		if f.fromTag {
+			if tagged >= 0 {
+				return avField{}, false
+			}
+			tagged = i
+		}
+	}
+	if tagged >= 0 {
+		return group[tagged], true
+	}
+	if len(group) > 1 {
+		return avField{}, false
+	}
+	return group[0], true
+}
+
+// uniqueFields drops the copies enumeration adds for types embedded twice.
+func uniqueFields(group []avField) []avField {
+	var out []avField
+	for _, f := range group {
+		if !slices.ContainsFunc(out, func(g avField) bool { return slices.Equal(f.sf.Index, g.sf.Index) }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -1,8 +1,12 @@
 package ddbindex
 
 import (
+	"maps"
+	"slices"
+
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"reflect"
 	"sync"
 	"testing"
@@ -841,7 +845,7 @@ func TestSchemaAttrName(t *testing.T) {
 		{"OnlyOmit", "OnlyOmit", true, false},
 		{"Empty", "Empty", false, false},
 		{"Skipped", "", false, true},
-		{"Dash", "-", false, false},
+		{"Dash", "", false, true}, // attributevalue skips "-," too (encoding/json would name it "-")
 		{"Many", "many", true, false},
 		{"Other", "other", false, false},
 		{"JSONOnly", "JSONOnly", false, false},
@@ -957,4 +961,101 @@ func TestSchemaBytesKeys(t *testing.T) {
 	_, ok, err := base.keyValues(texts)
 	require.NoError(t, err)
 	assert.True(t, ok)
+}
+
+// Types for TestDeclarationAttributeNamesFollowAttributevalue.
+type ixInnerKey struct {
+	ID string `dynamodbav:"id" ddbindex:"pk"`
+}
+
+type ixInnerPlain struct {
+	ID string `dynamodbav:"id"`
+}
+
+type ixInnerTagged struct {
+	Marker string `dynamodbav:"marker" ddbindex:"sk"`
+}
+
+type ixLeft struct{ ixInnerPlain }
+type ixRight struct{ ixInnerPlain }
+
+// TestDeclarationAttributeNamesFollowAttributevalue: the parser sees the
+// attributes attributevalue stores, by its rules (encoding/json's field
+// dominance): two same-named fields it ranks equal are both dropped, so the
+// declaration is refused; a key field that a dominant same-named field hides
+// is refused; a hidden field without a key role is harmless.
+func TestDeclarationAttributeNamesFollowAttributevalue(t *testing.T) {
+	type keyAndPlain struct { // the issue's case: one of the two is a key
+		_     TableSpec `ddbindex:"tickets"`
+		ID    string    `dynamodbav:"id" ddbindex:"pk"`
+		Other string    `dynamodbav:"id"`
+	}
+	type twoPlain struct { // no key involved: still a silently dropped attribute
+		_     TableSpec `ddbindex:"tickets"`
+		ID    string    `dynamodbav:"id" ddbindex:"pk"`
+		A     string    `dynamodbav:"a"`
+		B     string    `dynamodbav:"a"`
+		Title string    `dynamodbav:"title"`
+	}
+	type taggedBeatsGoName struct { // "ID" by Go name loses to the tag "ID"
+		_     TableSpec `ddbindex:"tickets"`
+		ID    string    `ddbindex:"pk"`
+		Other string    `dynamodbav:"ID"`
+	}
+	type shallowHidesKey struct { // the embedded key field is hidden
+		_ TableSpec `ddbindex:"tickets"`
+		ixInnerKey
+		Shadow string `dynamodbav:"id"`
+	}
+	type sameTypeTwice struct { // ixInnerPlain.ID reached by two paths at one depth
+		_ TableSpec `ddbindex:"tickets"`
+		ixLeft
+		ixRight
+		K string `dynamodbav:"k" ddbindex:"pk"`
+	}
+	type taggedEmbedded struct {
+		_            TableSpec `ddbindex:"tickets"`
+		K            string    `dynamodbav:"k" ddbindex:"pk"`
+		ixInnerPlain `ddbindex:"sk"`
+	}
+	type dashComma struct { // attributevalue skips "-," as it skips "-"
+		_ TableSpec `ddbindex:"tickets"`
+		K string    `dynamodbav:"k" ddbindex:"pk"`
+		S string    `dynamodbav:"-," ddbindex:"sk"`
+	}
+	ixCheckRules(t, []ixRule{
+		{"a key and a plain field share a name", keyAndPlain{}, "Other", "", []string{`attribute "id" is declared by two fields (ID, Other)`, "stores neither"}},
+		{"two plain fields share a name", twoPlain{}, "B", "", []string{`attribute "a" is declared by two fields (A, B)`}},
+		{"a tag beats a Go name", taggedBeatsGoName{}, "ID", "", []string{`attribute "ID" is hidden by field Other`}},
+		{"a shallower field hides a key", shallowHidesKey{}, "ID", "", []string{`attribute "id" is hidden by field Shadow`}},
+		{"one type embedded twice", sameTypeTwice{}, "ID", "", []string{`attribute "id" is declared by two fields`}},
+		{"a ddbindex tag on an embedded struct", taggedEmbedded{}, "ixInnerPlain", "", []string{"an embedded struct is not an attribute"}},
+		{"dynamodbav:\"-,\" is not stored", dashComma{}, "S", "", []string{`dynamodbav:"-"`}},
+	})
+
+	// Accepted: a deeper, untagged duplicate is hidden by the key field and
+	// never stored; an embedded pointer's fields are attributes.
+	type hiddenPlain struct {
+		_ TableSpec `ddbindex:"tickets,sk=SK"`
+		ixInnerPlain
+		Key string `dynamodbav:"id" ddbindex:"pk"`
+		*ixInnerTagged
+		Title string `dynamodbav:"title"`
+	}
+	s, err := schemaFor(reflect.TypeFor[hiddenPlain]())
+	require.NoError(t, err)
+	assert.Equal(t, "Key", s.fields["id"].goName, "the shallow field is the key")
+	assert.Equal(t, []int{2}, s.fields["id"].index)
+	assert.Equal(t, []int{3, 0}, s.fields["marker"].index, "fields of an embedded pointer are attributes")
+
+	// attrList is exactly what attributevalue stores.
+	for _, m := range []any{
+		hiddenPlain{ixInnerTagged: &ixInnerTagged{Marker: "m"}}, ixTicket{Assignee: ptr("a")}, ixComposite{},
+	} {
+		s, err := schemaFor(reflect.TypeOf(m))
+		require.NoError(t, err)
+		av, err := attributevalue.MarshalMap(m)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, slices.Collect(maps.Keys(av)), s.attrList, "%T", m)
+	}
 }

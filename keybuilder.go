@@ -350,12 +350,34 @@ func (e encoder) numberText(text string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if a := math.Abs(f); math.IsInf(f, 0) || a >= 1e126 || (a != 0 && a < 1e-130) {
-			return "", fmt.Errorf("%g is outside the range of a DynamoDB Number (1e-130 to 1e126 in magnitude)", f)
+		if err := numberRange(f); err != nil {
+			return "", err
 		}
 		return strconv.FormatFloat(f, 'g', -1, e.bits), nil
 	}
 	return "", fmt.Errorf("%s is not stored as a Number", e.typ)
+}
+
+// numberRange refuses a float that a DynamoDB Number cannot hold.
+func numberRange(f float64) error {
+	if a := math.Abs(f); math.IsInf(f, 0) || a >= 1e126 || (a != 0 && a < 1e-130) {
+		return fmt.Errorf("%g is outside the range of a DynamoDB Number (1e-130 to 1e126 in magnitude)", f)
+	}
+	return nil
+}
+
+// storable refuses the key text of a float that the item's own attribute,
+// a DynamoDB Number, could not hold: a key built from it would key an item
+// that can never be stored (and a cursor at it names no item).
+func (e encoder) storable(text string) error {
+	if e.kind != encFloat {
+		return nil
+	}
+	f, err := parseFloat(text, e.bits)
+	if err != nil {
+		return err
+	}
+	return numberRange(f)
 }
 
 // textFromNumber converts a DynamoDB Number's decimal text to the component's

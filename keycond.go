@@ -241,7 +241,25 @@ func (d *keyDef) sortCond(c SortCondition) (*keyCond, error) {
 	if kc.op == opBetween && kc.oa > kc.ob {
 		return nil, queryErr(d.name, "BETWEEN bounds are reversed: %s is above %s", tupleString(c.lo), tupleString(c.hi))
 	}
+	if err := d.checkCondSize(kc); err != nil {
+		return nil, err
+	}
 	return kc, nil
+}
+
+// checkCondSize refuses a condition value DynamoDB would refuse: a String or
+// Binary over its limit for a sort key value. (It could match no stored key
+// anyway.) Number bounds are checked as Numbers when they are built.
+func (d *keyDef) checkCondSize(kc *keyCond) error {
+	if d.sk.scalar == types.ScalarAttributeTypeN {
+		return nil
+	}
+	for _, v := range []string{kc.oa, kc.ob} {
+		if len(v) > maxSortKeyBytes {
+			return queryErr(d.name, "the condition on %s is %d bytes of key text, over DynamoDB's %d-byte limit for a sort key value", d.sk.attr, len(v), maxSortKeyBytes)
+		}
+	}
+	return nil
 }
 
 func suffixIf(more bool, b byte) string {
@@ -351,6 +369,9 @@ func (d *keyDef) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 	kc.a = &types.AttributeValueMemberS{Value: kc.oa}
 	if k.scalar == types.ScalarAttributeTypeB {
 		kc.a = &types.AttributeValueMemberB{Value: []byte(kc.oa)}
+	}
+	if err := d.checkCondSize(kc); err != nil {
+		return nil, err
 	}
 	return kc, nil
 }

@@ -151,7 +151,11 @@ func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, e
 		if c.label != "" {
 			b = append(appendEscaped(b, c.label), Separator)
 		}
-		t, err := c.roleText(text(c.f))
+		canon := text(c.f)
+		if err := c.f.canon.storable(canon); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
+		}
+		t, err := c.roleText(canon)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
 		}

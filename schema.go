@@ -20,8 +20,9 @@ type CreateOptions struct {
 	// table gets a NEW_AND_OLD_IMAGES stream when the model declares an index
 	// table, since the stream path keeps index tables in step.
 	NoStream bool
-	// NoTTL skips enabling TTL on index tables (for servers without TTL);
-	// tombstones then stay until removed by other means.
+	// NoTTL skips enabling TTL on index tables and on a softdelete model's
+	// base table (for servers without TTL); tombstones then stay until
+	// removed by other means.
 	NoTTL bool
 	// WaitMinDelay and WaitMaxDelay tune the wait for tables to become
 	// active. Defaults 100 ms and 2 s (the SDK waiter's own default minimum
@@ -33,7 +34,8 @@ type CreateOptions struct {
 
 // CreateTables creates, from the declarations, the base table with its GSIs
 // and LSIs, and each index table; waits until they are active; and enables
-// TTL on the index tables. Tables are billed on demand. It is meant for
+// TTL on the index tables, and on the base table of a softdelete model (its
+// tombstones expire too). Tables are billed on demand. It is meant for
 // tests, examples and bootstrapping; production tables usually come from
 // infrastructure code, which [Table.CheckSchema] verifies.
 func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateOptions) error {
@@ -63,22 +65,38 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 	if opts.NoTTL {
 		return nil
 	}
-	for _, d := range t.s.indexes {
-		if d.kind != IndexTable {
-			continue
-		}
+	for _, name := range t.ttlTables() {
 		_, err := api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-			TableName: aws.String(t.tableOf(d)),
+			TableName: aws.String(name),
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{
 				AttributeName: aws.String(t.opts.TTLAttr), Enabled: aws.Bool(true),
 			},
 		})
 		if err != nil {
-			return fmt.Errorf("ddbindex: enable TTL on %s: %w", t.tableOf(d), err)
+			return fmt.Errorf("ddbindex: enable TTL on %s: %w", name, err)
 		}
 	}
 	return nil
 }
+
+// ttlTables lists the physical tables whose tombstones TTL must remove: the
+// base table of a softdelete model, and every index table.
+func (t *Table[T]) ttlTables() []string {
+	var out []string
+	if t.s.softDelete {
+		out = append(out, t.TableName())
+	}
+	for _, d := range t.s.indexes {
+		if d.kind == IndexTable {
+			out = append(out, t.tableOf(d))
+		}
+	}
+	return out
+}
+
+// streamKept reports whether index tables are kept from the base table's
+// stream, which then must carry both images.
+func (t *Table[T]) streamKept() bool { return t.hasIndexTables() && !t.opts.WriteThrough }
 
 // CreateTableInputs returns the CreateTable requests for the base table and
 // each index table, for callers that create tables their own way.
@@ -180,8 +198,12 @@ func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch
 // DescribeTimeToLive) and reports every mismatch in one *SchemaError: a
 // missing table or index, key attribute names and types (a GSI key declared
 // String whose attribute is a Number leaves items out of the index), an index
-// projection that lacks attributes the declaration projects, TTL not enabled
-// on an index table. Errors talking to DynamoDB are returned as they are.
+// projection that lacks attributes the declaration projects, a GSI that is
+// not ACTIVE, TTL not enabled where tombstones rely on it (index tables, and
+// the base table of a softdelete model), and, when index tables are kept
+// from the stream (no Options.WriteThrough), a base table without a
+// NEW_AND_OLD_IMAGES stream. Errors talking to DynamoDB are returned as they
+// are.
 func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 	var problems []string
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -201,19 +223,50 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 	if err != nil {
 		return err
 	}
+	checkTTL := func(what, name, why string) error {
+		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
+		}
+		spec := ttl.TimeToLiveDescription
+		if spec == nil || (spec.TimeToLiveStatus != types.TimeToLiveStatusEnabled && spec.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
+			addf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, t.opts.TTLAttr)
+		} else if aws.ToString(spec.AttributeName) != t.opts.TTLAttr {
+			addf("%s %s: TTL is on %s, not on %s", what, name, aws.ToString(spec.AttributeName), t.opts.TTLAttr)
+		}
+		return nil
+	}
 	if base != nil {
 		where := "table " + t.TableName()
 		checkKeys(addf, where, t.s.base, base.KeySchema, base.AttributeDefinitions)
 		for _, d := range t.s.indexes {
 			switch d.kind {
 			case GSI, LSI:
-				ks, proj, found := findIndex(base, d)
+				ks, proj, status, found := findIndex(base, d)
 				if !found {
 					addf("%s has no %s named %s (index %s)", where, strings.ToUpper(d.kind.String()), d.physical, d.name)
 					continue
 				}
-				checkKeys(addf, fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.physical), d, ks, base.AttributeDefinitions)
-				checkProjection(addf, fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.physical), d, proj)
+				what := fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.physical)
+				checkKeys(addf, what, d, ks, base.AttributeDefinitions)
+				checkProjection(addf, what, d, proj)
+				if status != "" && status != types.IndexStatusActive {
+					addf("%s is %s, not ACTIVE: queries of index %s fail or miss items until it is", what, status, d.name)
+				}
+			}
+		}
+		if t.streamKept() {
+			spec := base.StreamSpecification
+			switch {
+			case spec == nil || !aws.ToBool(spec.StreamEnabled):
+				addf("%s: no stream; its index tables are kept from the stream, which needs %s (or set Options.WriteThrough)", where, types.StreamViewTypeNewAndOldImages)
+			case spec.StreamViewType != types.StreamViewTypeNewAndOldImages:
+				addf("%s: the stream's view type is %s; keeping index tables needs %s", where, spec.StreamViewType, types.StreamViewTypeNewAndOldImages)
+			}
+		}
+		if t.s.softDelete {
+			if err := checkTTL("table", t.TableName(), "soft-deleted items"); err != nil {
+				return err
 			}
 		}
 	}
@@ -230,15 +283,8 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 			continue
 		}
 		checkKeys(addf, "index table "+name, d, desc.KeySchema, desc.AttributeDefinitions)
-		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
-		if err != nil {
-			return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
-		}
-		spec := ttl.TimeToLiveDescription
-		if spec == nil || (spec.TimeToLiveStatus != types.TimeToLiveStatusEnabled && spec.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
-			addf("index table %s: TTL is not enabled (tombstones would never expire); enable it on %s", name, t.opts.TTLAttr)
-		} else if aws.ToString(spec.AttributeName) != t.opts.TTLAttr {
-			addf("index table %s: TTL is on %s, not on %s", name, aws.ToString(spec.AttributeName), t.opts.TTLAttr)
+		if err := checkTTL("index table", name, "tombstones"); err != nil {
+			return err
 		}
 	}
 	if len(problems) > 0 {
@@ -247,21 +293,23 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 	return nil
 }
 
-func findIndex(desc *types.TableDescription, d *keyDef) ([]types.KeySchemaElement, *types.Projection, bool) {
+// findIndex returns a GSI's or LSI's key schema, projection and status (a
+// GSI's; "" for an LSI, which is active with its table).
+func findIndex(desc *types.TableDescription, d *keyDef) ([]types.KeySchemaElement, *types.Projection, types.IndexStatus, bool) {
 	if d.kind == GSI {
 		for _, g := range desc.GlobalSecondaryIndexes {
 			if aws.ToString(g.IndexName) == d.physical {
-				return g.KeySchema, g.Projection, true
+				return g.KeySchema, g.Projection, g.IndexStatus, true
 			}
 		}
 	} else {
 		for _, l := range desc.LocalSecondaryIndexes {
 			if aws.ToString(l.IndexName) == d.physical {
-				return l.KeySchema, l.Projection, true
+				return l.KeySchema, l.Projection, "", true
 			}
 		}
 	}
-	return nil, nil, false
+	return nil, nil, "", false
 }
 
 func checkKeys(addf func(string, ...any), where string, d *keyDef, ks []types.KeySchemaElement, defs []types.AttributeDefinition) {

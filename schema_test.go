@@ -206,7 +206,24 @@ func TestSchemaCreatedTablesPass(t *testing.T) {
 	ctx := t.Context()
 	idxName := tb.tableOf(tb.s.byName["by_owner"])
 	err := tb.CheckSchema(ctx, c)
-	if ddbtest.Has(ddbtest.TTL) {
+	if !ddbtest.Has(ddbtest.Streams) {
+		// Without streams on the server, the stream the index table is kept
+		// from is missing (and, without TTL, its TTL too): nothing else.
+		want := []string{"table " + tb.TableName() + ": no stream; its index tables are kept from the stream, which needs NEW_AND_OLD_IMAGES"}
+		if !ddbtest.Has(ddbtest.TTL) {
+			want = append(want, "index table "+idxName+": TTL is not enabled (tombstones would never expire); enable it on _ttl")
+		}
+		scRequireProblems(t, scProblems(t, err), want...)
+		// Written through, the index table needs no stream.
+		wt, err := New[scTicket](c, func(o *Options) { o.TableName = tb.opts.TableName; o.WriteThrough = true })
+		require.NoError(t, err)
+		err = wt.CheckSchema(ctx, c)
+		if ddbtest.Has(ddbtest.TTL) {
+			require.NoError(t, err)
+		} else {
+			scRequireProblems(t, scProblems(t, err), want[1:]...)
+		}
+	} else if ddbtest.Has(ddbtest.TTL) {
 		require.NoError(t, err)
 		ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(idxName)})
 		require.NoError(t, err)
@@ -420,6 +437,7 @@ func TestSchemaMismatchesReportedTogether(t *testing.T) {
 		"index table " + name("t_nottl") + ": TTL is not enabled",
 		"index table " + name("t_keys") + ": partition key status is of type N, the declaration has S",
 		"index table " + name("t_keys") + ": sort key _sk is of type N, the declaration has S",
+		where + ": no stream; its index tables are kept from the stream, which needs NEW_AND_OLD_IMAGES",
 	}
 	if ttl {
 		want = append(want, "index table "+name("t_wrongttl")+": TTL is on expires, not on _ttl")
@@ -485,6 +503,7 @@ func TestSchemaBaseTableMismatch(t *testing.T) {
 		"index table "+idx+": partition key is PK, the declaration has owner",
 		"index table "+idx+": sort key is SK, the declaration has _sk",
 		"index table "+idx+": TTL is not enabled",
+		where+": no stream",
 	)
 }
 
@@ -513,4 +532,113 @@ func TestSchemaCreateTablesFailures(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// scSoft is soft-deleted, with a GSI and an index table kept from the
+// stream: its tombstones rely on TTL in both tables, and the index table on
+// the stream.
+type scSoft struct {
+	_     TableSpec `ddbindex:"sc_soft,softdelete"`
+	_     IndexSpec `ddbindex:"by_owner,type=gsi,name=sc-soft-by-owner"`
+	_     IndexSpec `ddbindex:"by_topic,type=table"`
+	ID    string    `dynamodbav:"id" ddbindex:"pk"`
+	Owner string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Topic string    `dynamodbav:"topic" ddbindex:"by_topic.pk"`
+}
+
+// scGSIStatus reports every GSI of DescribeTable as status.
+type scGSIStatus struct {
+	SchemaAPI
+	status types.IndexStatus
+}
+
+func (f *scGSIStatus) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	out, err := f.SchemaAPI.DescribeTable(ctx, in, o...)
+	if err == nil {
+		for i := range out.Table.GlobalSecondaryIndexes {
+			out.Table.GlobalSecondaryIndexes[i].IndexStatus = f.status
+		}
+	}
+	return out, err
+}
+
+// TestSchemaStreamTTLAndGSIStatus: CreateTables enables TTL on a softdelete
+// model's base table too, and CheckSchema reports what the tombstones and
+// the stream consumer rely on: TTL on the base table, a NEW_AND_OLD_IMAGES
+// stream, and GSIs that are ACTIVE.
+func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	t.Run("created", func(t *testing.T) {
+		t.Parallel()
+		ddbtest.Require(t, ddbtest.TTL)
+		ddbtest.Require(t, ddbtest.Streams)
+		tb, c := newTestTable[scSoft](t)
+		ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(tb.TableName())})
+		require.NoError(t, err)
+		require.Equal(t, types.TimeToLiveStatusEnabled, ttl.TimeToLiveDescription.TimeToLiveStatus, "soft-deleted items expire")
+		require.Equal(t, "_ttl", aws.ToString(ttl.TimeToLiveDescription.AttributeName))
+		require.NoError(t, tb.CheckSchema(ctx, c))
+
+		for _, status := range []types.IndexStatus{types.IndexStatusCreating, types.IndexStatusUpdating, types.IndexStatusDeleting} {
+			scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, &scGSIStatus{SchemaAPI: c, status: status})),
+				"table "+tb.TableName()+" GSI sc-soft-by-owner is "+string(status)+", not ACTIVE")
+		}
+	})
+	t.Run("by hand", func(t *testing.T) {
+		t.Parallel()
+		tb, c := scNewTable[scSoft](t)
+		inputs := tb.CreateTableInputs(false)
+		require.Nil(t, inputs[0].StreamSpecification)
+		for _, in := range inputs {
+			ddbtest.CreateTable(t, c, in)
+		}
+		base, idx := tb.TableName(), tb.tableOf(tb.s.byName["by_topic"])
+		scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
+			"table "+base+": no stream; its index tables are kept from the stream, which needs NEW_AND_OLD_IMAGES (or set Options.WriteThrough)",
+			"table "+base+": TTL is not enabled (soft-deleted items would never expire); enable it on _ttl",
+			"index table "+idx+": TTL is not enabled (tombstones would never expire)",
+		)
+		wt, err := New[scSoft](c, func(o *Options) { o.TableName = tb.opts.TableName; o.WriteThrough = true })
+		require.NoError(t, err)
+		scRequireProblems(t, scProblems(t, wt.CheckSchema(ctx, c)),
+			"table "+base+": TTL is not enabled (soft-deleted items",
+			"index table "+idx+": TTL is not enabled",
+		)
+	})
+	t.Run("stream of new images only", func(t *testing.T) {
+		t.Parallel()
+		ddbtest.Require(t, ddbtest.Streams)
+		ddbtest.Require(t, ddbtest.TTL)
+		tb, c := scNewTable[scSoft](t)
+		inputs := tb.CreateTableInputs(true)
+		inputs[0].StreamSpecification.StreamViewType = types.StreamViewTypeNewImage
+		require.NoError(t, tb.CreateTables(ctx, &scCreateWith{SchemaAPI: c, inputs: inputs}, CreateOptions{WaitMinDelay: 10e6, WaitMaxDelay: 50e6}))
+		scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
+			"table "+tb.TableName()+": the stream's view type is NEW_IMAGE; keeping index tables needs NEW_AND_OLD_IMAGES")
+	})
+	t.Run("TTL fails on the base table", func(t *testing.T) {
+		t.Parallel()
+		tb, c := scNewTable[scSoft](t)
+		f := &scFaulty{SchemaAPI: c, failUpdateTTL: tb.TableName()}
+		err := tb.CreateTables(ctx, f, CreateOptions{NoStream: !ddbtest.Has(ddbtest.Streams), WaitMinDelay: 10e6, WaitMaxDelay: 50e6})
+		require.ErrorIs(t, err, errScInjected)
+		require.ErrorContains(t, err, "ddbindex: enable TTL on "+tb.TableName())
+	})
+}
+
+// scCreateWith creates tables from the given inputs in place of the ones
+// CreateTables asks for (matched by name), to make a table differ.
+type scCreateWith struct {
+	SchemaAPI
+	inputs []*dynamodb.CreateTableInput
+}
+
+func (f *scCreateWith) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	for _, w := range f.inputs {
+		if aws.ToString(w.TableName) == aws.ToString(in.TableName) {
+			in = w
+		}
+	}
+	return f.SchemaAPI.CreateTable(ctx, in, o...)
 }

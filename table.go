@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -57,6 +58,13 @@ type Options struct {
 	// VersionAttr is the attribute that holds the version of the change that
 	// wrote an index table entry. Default "_ver".
 	VersionAttr string
+	// WriteTokenAttr is the base-table attribute where each UpdateItem the
+	// library sends (Update, and Delete of a softdelete model without
+	// write-through) records a random token of that write, so that a retry
+	// of an attempt whose answer was lost recognises its own write instead
+	// of reporting a conflict, or applying the update twice. Index-table
+	// entries do not copy it. Default "_wtok".
+	WriteTokenAttr string
 	// Retention is how long a tombstone lives before TTL removes it.
 	// Default 7 days.
 	Retention time.Duration
@@ -91,6 +99,9 @@ func (o *Options) setDefaults() {
 	if o.VersionAttr == "" {
 		o.VersionAttr = "_ver"
 	}
+	if o.WriteTokenAttr == "" {
+		o.WriteTokenAttr = "_wtok"
+	}
 	if o.Retention == 0 {
 		o.Retention = 7 * 24 * time.Hour
 	}
@@ -122,10 +133,20 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 	for _, fn := range optFns {
 		fn(&o)
 	}
+	if o.Retention < 0 {
+		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.Retention is %v; a tombstone's retention cannot be negative (0 means the default, 7 days)", o.Retention)}
+	}
+	if o.MaxCursorBytes < 0 {
+		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.MaxCursorBytes is %d; the cursor size cap cannot be negative (0 means the default, 4096)", o.MaxCursorBytes)}
+	}
 	o.setDefaults()
-	for _, a := range []string{o.DeletedAttr, o.TTLAttr, o.VersionAttr} {
+	reserved := []string{o.DeletedAttr, o.TTLAttr, o.VersionAttr, o.WriteTokenAttr}
+	for i, a := range reserved {
 		if s.attrs[a] {
-			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is reserved for tombstones and versions by the Options; rename the model attribute or the option", a)}
+			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is reserved for tombstones, versions and write tokens by the Options; rename the model attribute or the option", a)}
+		}
+		if slices.Contains(reserved[:i], a) {
+			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
 		}
 	}
 	return &Table[T]{client: client, s: s, opts: o, memo: &memo{}}, nil

@@ -1,18 +1,24 @@
 package ddbindex
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // This file is the write side: Put, Delete, Move and Update of base items.
@@ -56,6 +62,9 @@ func writeErr(format string, args ...any) error {
 type action struct {
 	item types.TransactWriteItem
 	cond string
+	// found, when set, describes the stored item a failed condition met
+	// (the action asks for it with ALL_OLD).
+	found func(map[string]types.AttributeValue) string
 }
 
 // version reads the model's version field; 0 when the model has none.
@@ -90,17 +99,27 @@ type prepared struct {
 	key   map[string]types.AttributeValue
 }
 
-func (t *Table[T]) prepare(item *T) (*prepared, error) {
+// prepare marshals item and checks, before any request, every key it
+// implies: the base key and the GSI/LSI keys always, and when whole (the item
+// as it will be stored: Put, Move's destination) its index-table entries
+// too, built by the code that builds them from a stream image, so that a
+// write the stream consumer would refuse on every pass is never made.
+func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 	av, texts, err := t.marshal(item)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.addDerived(av, texts); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidWrite, err)
+		return nil, err
 	}
 	key, err := t.baseKey(texts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidWrite, err)
+		return nil, err
+	}
+	if whole && t.hasIndexTables() {
+		if _, err := t.IndexWrites(Change{New: av, Version: "1"}); err != nil {
+			return nil, fmt.Errorf("%w: index table entry: %w", ErrInvalidWrite, err)
+		}
 	}
 	return &prepared{av: av, texts: texts, key: key}, nil
 }
@@ -184,7 +203,7 @@ func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeVa
 func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 	expected := t.version(&item)
 	t.setVersion(&item, expected+1)
-	p, err := t.prepare(&item)
+	p, err := t.prepare(&item, true)
 	if err != nil {
 		return item, err
 	}
@@ -198,8 +217,16 @@ func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 			}
 			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 		}
-		if _, err := t.client.PutItem(ctx, in); err != nil {
-			return item, t.conflict("put", err, what)
+		if ok {
+			in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		}
+		var att attempts
+		if _, err := t.client.PutItem(ctx, in, att.option); err != nil {
+			// A PutItem leaves exactly its item: finding it is finding our
+			// own write, applied by an attempt whose answer was lost.
+			return item, t.settle(ctx, "put", err, what, expected, p.key, &att, func(cur map[string]types.AttributeValue) bool {
+				return sameItem(cur, p.av)
+			})
 		}
 		return item, nil
 	}
@@ -208,7 +235,7 @@ func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 		return item, err
 	}
 	cond, what, _ := t.guard(expected, old, true)
-	acts, err := t.putAction(p.av, cond, what)
+	acts, err := t.putAction(p.av, cond, what, t.foundFor("put", expected))
 	if err != nil {
 		return item, err
 	}
@@ -230,7 +257,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	if t.s.version != nil && expected == 0 {
 		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
 	}
-	p, err := t.prepare(&item)
+	p, err := t.prepare(&item, false)
 	if err != nil {
 		return err
 	}
@@ -245,24 +272,30 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	}
 	cond, what, hasCond := t.guard(expected, old, t.writeThrough())
 	var base action
+	var token string
 	if t.s.softDelete {
 		upd := expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
 			Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
 		if t.s.version != nil {
 			upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
 		}
-		b := expression.NewBuilder().WithUpdate(upd)
 		if !hasCond {
 			cond, what, hasCond = expression.Name(t.s.base.pk.attr).AttributeExists(), "the item exists", true
 		}
+		if !t.writeThrough() {
+			token = newToken()
+			upd, cond = t.withToken(upd, cond, token)
+		}
+		b := expression.NewBuilder().WithUpdate(upd)
 		b = b.WithCondition(cond)
 		expr, err := b.Build()
 		if err != nil {
 			return fmt.Errorf("ddbindex: %w", err)
 		}
-		base = action{cond: what, item: types.TransactWriteItem{Update: &types.Update{
+		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
 			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}}}
 	} else {
 		del := &types.Delete{TableName: aws.String(t.TableName()), Key: p.key}
@@ -272,11 +305,19 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 				return fmt.Errorf("ddbindex: %w", err)
 			}
 			del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+			del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		}
-		base = action{cond: what, item: types.TransactWriteItem{Delete: del}}
+		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Delete: del}}
 	}
 	if !t.writeThrough() {
-		err := t.single(ctx, "delete", base)
+		// Our own write, applied by an attempt whose answer was lost: a
+		// soft delete finds its token; a hard delete finds the item gone,
+		// which only a retried call may take for its own doing.
+		ours := func(cur map[string]types.AttributeValue) bool { return cur == nil }
+		if t.s.softDelete {
+			ours = func(cur map[string]types.AttributeValue) bool { return t.hasToken(cur, token) }
+		}
+		err := t.single(ctx, "delete", base, expected, ours)
 		if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
 			// The only condition was that the item exists (so that the
 			// update does not create it): a missing item is no error.
@@ -308,12 +349,12 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 		// taking the item's version back.
 		return to, writeErr("Move of %s needs the item's current version (it is 0)", t.s.model)
 	}
-	pf, err := t.prepare(&from)
+	pf, err := t.prepare(&from, false)
 	if err != nil {
 		return to, err
 	}
 	t.setVersion(&to, expected+1)
-	pt, err := t.prepare(&to)
+	pt, err := t.prepare(&to, true)
 	if err != nil {
 		return to, err
 	}
@@ -338,11 +379,15 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	if err != nil {
 		return to, fmt.Errorf("ddbindex: %w", err)
 	}
-	acts := []action{{cond: what, item: types.TransactWriteItem{Delete: &types.Delete{
+	acts := []action{{cond: what, found: t.foundFor("move", expected), item: types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(t.TableName()), Key: pf.key, ConditionExpression: expr.Condition(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}}}
-	put, err := t.putAction(pt.av, expression.Name(t.s.base.pk.attr).AttributeNotExists(), "the new key "+keyString(pt.key)+" is free")
+	put, err := t.putAction(pt.av, expression.Name(t.s.base.pk.attr).AttributeNotExists(), "the new key "+keyString(pt.key)+" is free",
+		func(cur map[string]types.AttributeValue) string {
+			return "found " + t.state(cur) + " there: another item holds the new key; move to another key, or remove that item first"
+		})
 	if err != nil {
 		return to, err
 	}
@@ -373,7 +418,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 	if t.writeThrough() {
 		return writeErr("Update of %s in write-through mode: index tables need the whole new item; use Put", t.s.model)
 	}
-	p, err := t.prepare(&key)
+	p, err := t.prepare(&key, false)
 	if err != nil {
 		return err
 	}
@@ -387,6 +432,9 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		if err := t.keyAttrTouched(name); err != nil {
 			return err
 		}
+		if name == t.opts.WriteTokenAttr {
+			return writeErr("Update of %s sets %s, the write token attribute ddbindex owns", t.s.model, name)
+		}
 	}
 	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
 	what := "the item exists"
@@ -399,24 +447,67 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 				return writeErr("Update of %s sets its version field %s, which ddbindex owns", t.s.model, name)
 			}
 		}
-		update = update.Add(expression.Name(t.s.version.attr), expression.Value(1))
 		if v := t.version(&key); v > 0 {
 			cond = cond.And(expression.Name(t.s.version.attr).Equal(expression.Value(v)))
 			what = fmt.Sprintf("the item exists with version %d", v)
 		}
 	}
+	// The token makes a retry of an applied attempt fail its condition
+	// instead of applying the update twice, and tells it apart from
+	// another writer's update.
+	token := newToken()
+	tok := expression.Name(t.opts.WriteTokenAttr)
+	cond = cond.And(tok.AttributeNotExists().Or(tok.NotEqual(expression.Value(token))))
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
 		return writeErr("%v", err)
 	}
+	// The library's own operations (the token, the version) are added to
+	// the built expression, not to update: copies of an UpdateBuilder share
+	// its operations, so adding to it would change the caller's builder.
+	names, values := maps.Clone(expr.Names()), maps.Clone(expr.Values())
+	own := map[string][]string{"SET": {"#ddbxTok = :ddbxTok"}}
+	names["#ddbxTok"], values[":ddbxTok"] = t.opts.WriteTokenAttr, &types.AttributeValueMemberS{Value: token}
+	if t.s.version != nil {
+		own["ADD"] = []string{"#ddbxVer :ddbxOne"}
+		names["#ddbxVer"], values[":ddbxOne"] = t.s.version.attr, &types.AttributeValueMemberN{Value: "1"}
+	}
+	var att attempts
 	_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	})
+		TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: aws.String(mergeUpdate(aws.ToString(expr.Update()), own)),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, att.option)
 	if err != nil {
-		return t.conflict("update", err, what)
+		return t.settle(ctx, "update", err, what, t.version(&key), p.key, &att, func(cur map[string]types.AttributeValue) bool {
+			return t.hasToken(cur, token)
+		})
 	}
 	return nil
+}
+
+// mergeUpdate adds operations to an update expression as the expression
+// package writes it: one line per clause, the keyword first ("SET #0 = :0,
+// #1 = :1"). An operation joins its clause's line, or starts the clause: a
+// clause may appear only once.
+func mergeUpdate(update string, ops map[string][]string) string {
+	lines := strings.Split(strings.TrimRight(update, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		lines = nil
+	}
+	for _, kw := range []string{"SET", "REMOVE", "ADD", "DELETE"} {
+		add := ops[kw]
+		if len(add) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, kw+" ") })
+		if i < 0 {
+			lines = append(lines, kw+" "+strings.Join(add, ", "))
+		} else {
+			lines[i] += ", " + strings.Join(add, ", ")
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // keyAttrTouched returns ErrKeyChange when attr is a key attribute or a key
@@ -447,15 +538,22 @@ func (t *Table[T]) keyChange(d *keyDef, attr string) error {
 	return fmt.Errorf("%w: %s is part of index %s's key, whose derived attributes an update cannot recompute: use Put", ErrKeyChange, attr, d.name)
 }
 
-func (t *Table[T]) putAction(av map[string]types.AttributeValue, cond expression.ConditionBuilder, what string) ([]action, error) {
+func (t *Table[T]) putAction(av map[string]types.AttributeValue, cond expression.ConditionBuilder, what string, found func(map[string]types.AttributeValue) string) ([]action, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("ddbindex: %w", err)
 	}
-	return []action{{cond: what, item: types.TransactWriteItem{Put: &types.Put{
+	return []action{{cond: what, found: found, item: types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(t.TableName()), Item: av, ConditionExpression: expr.Condition(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}}}, nil
+}
+
+// foundFor returns the description of a found item for a write that
+// expected version expected.
+func (t *Table[T]) foundFor(op string, expected uint64) func(map[string]types.AttributeValue) string {
+	return func(cur map[string]types.AttributeValue) string { return t.found(cur, expected, op) }
 }
 
 // indexActions turns a change's index writes into transaction actions. They
@@ -477,21 +575,32 @@ func (t *Table[T]) indexActions(c Change) ([]action, error) {
 	return acts, nil
 }
 
-// single sends one action on its own.
-func (t *Table[T]) single(ctx context.Context, op string, a action) error {
+// single sends one action on its own. ours tells, from the stored item
+// found after a conditional-check failure, whether an earlier attempt of the
+// call applied the action (see settle).
+func (t *Table[T]) single(ctx context.Context, op string, a action, expected uint64, ours func(map[string]types.AttributeValue) bool) error {
 	var err error
+	var att attempts
+	var key map[string]types.AttributeValue
 	switch {
 	case a.item.Delete != nil:
 		d := a.item.Delete
-		_, err = t.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: d.TableName, Key: d.Key,
-			ConditionExpression: d.ConditionExpression, ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues})
+		key = d.Key
+		in := &dynamodb.DeleteItemInput{TableName: d.TableName, Key: d.Key,
+			ConditionExpression: d.ConditionExpression, ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues}
+		if d.ConditionExpression != nil {
+			in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		}
+		_, err = t.client.DeleteItem(ctx, in, att.option)
 	case a.item.Update != nil:
 		u := a.item.Update
+		key = u.Key
 		_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
-			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues})
+			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}, att.option)
 	}
 	if err != nil {
-		return t.conflict(op, err, a.cond)
+		return t.settle(ctx, op, err, a.cond, expected, key, &att, ours)
 	}
 	return nil
 }
@@ -505,6 +614,9 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error
 	for i, a := range acts {
 		items[i] = a.item
 	}
+	// The SDK gives the call one idempotency token (ClientRequestToken),
+	// which its retries reuse: a retried transaction that was applied is
+	// not applied again, and succeeds.
 	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
@@ -514,7 +626,11 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error
 			if code == "" || code == "None" || i >= len(acts) {
 				continue
 			}
-			ce.Failed = append(ce.Failed, acts[i].cond+" ("+code+")")
+			failed := acts[i].cond + " (" + code + ")"
+			if code == "ConditionalCheckFailed" && len(r.Item) > 0 && acts[i].found != nil {
+				failed += "; " + acts[i].found(r.Item)
+			}
+			ce.Failed = append(ce.Failed, failed)
 		}
 		return ce
 	}
@@ -524,13 +640,207 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error
 	return nil
 }
 
-// conflict turns a conditional-check failure into a *ConflictError.
-func (t *Table[T]) conflict(op string, err error, what string) error {
+// ---- retried writes ---------------------------------------------------------
+//
+// When a conditional PutItem, UpdateItem or DeleteItem is applied but its
+// answer is lost, the SDK retries it, and the retry fails its own
+// condition. settle tells that case from a real conflict by the stored item
+// that the failed check found (ReturnValuesOnConditionCheckFailure=ALL_OLD,
+// or a strongly consistent GetItem on servers that do not return it): a Put
+// finds exactly the item it wrote; an update finds the random token it
+// wrote into Options.WriteTokenAttr; a hard delete finds the item gone,
+// which counts as its own doing only when the call was retried. Only a
+// retried call can have applied an earlier attempt, so a first attempt's
+// failure is always a conflict. Transactions need none of this: the SDK's
+// idempotency token makes their retries safe.
+
+// attempts counts the attempts of one SDK call: the retry middleware runs
+// the rest of the Finalize step once per attempt.
+type attempts struct{ n atomic.Int32 }
+
+// option is a per-call SDK option that counts the call's attempts.
+func (a *attempts) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("ddbindexCountAttempts",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				a.n.Add(1)
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	})
+}
+
+// mayBeRetried reports whether an earlier attempt of the call may have been
+// applied: more than one attempt, or an unknown count (a client that does
+// not run per-call options).
+func (a *attempts) mayBeRetried() bool { return a.n.Load() != 1 }
+
+// newToken returns a random write token: 128 bits, as text.
+func newToken() string { return rand.Text() }
+
+// withToken adds a write token to an update the library builds itself: it
+// is written with the update, and the update is conditioned on the item not
+// holding it already. (Update adds it to the built expression instead: it
+// must not change the caller's builder.)
+func (t *Table[T]) withToken(upd expression.UpdateBuilder, cond expression.ConditionBuilder, token string) (expression.UpdateBuilder, expression.ConditionBuilder) {
+	n := expression.Name(t.opts.WriteTokenAttr)
+	return upd.Set(n, expression.Value(token)), cond.And(n.AttributeNotExists().Or(n.NotEqual(expression.Value(token))))
+}
+
+// hasToken reports whether a stored item holds the write token.
+func (t *Table[T]) hasToken(item map[string]types.AttributeValue, token string) bool {
+	s, ok := item[t.opts.WriteTokenAttr].(*types.AttributeValueMemberS)
+	return ok && s.Value == token
+}
+
+// settle turns a failed single write into the call's outcome: nil when the
+// stored item shows that an earlier attempt of this call applied it
+// (ours), a *ConflictError saying what was expected and what was found when
+// the condition really failed, or the error itself when it is no
+// conditional-check failure. When the item must be read to tell, and that
+// read fails, the outcome is unknown: the error says so, and is no conflict.
+func (t *Table[T]) settle(ctx context.Context, op string, err error, what string, expected uint64, key map[string]types.AttributeValue,
+	att *attempts, ours func(map[string]types.AttributeValue) bool) error {
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return &ConflictError{Op: op, Failed: []string{what}, Err: err}
+	if !errors.As(err, &ccf) {
+		return fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
 	}
-	return fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
+	retried := att.mayBeRetried()
+	cur := ccf.Item
+	if len(cur) == 0 {
+		// No item returned: none is stored, or the server does not return
+		// it. Read it.
+		var rerr error
+		cur, rerr = t.current(ctx, key)
+		if rerr != nil {
+			if retried {
+				return fmt.Errorf("ddbindex: %s %s: a retried attempt failed its condition (%s), and reading the item to tell whether an earlier attempt was applied failed; the write may or may not have been made: %w",
+					op, t.s.model, what, rerr)
+			}
+			return &ConflictError{Op: op, Failed: []string{what}, Err: err}
+		}
+	}
+	if retried && ours(cur) {
+		return nil
+	}
+	return &ConflictError{Op: op, Failed: []string{what + "; " + t.found(cur, expected, op)}, Err: err}
+}
+
+// found describes the stored item a failed condition met, and what to do.
+func (t *Table[T]) found(cur map[string]types.AttributeValue, expected uint64, op string) string {
+	st := "found " + t.state(cur)
+	switch {
+	case len(cur) == 0 && op == "update":
+		return st + ": Update does not create items (use Put)"
+	case len(cur) == 0:
+		return st + ": it was deleted or moved; re-read it before writing again"
+	case t.s.version != nil && expected == 0 && op != "update":
+		return st + ": it was created meanwhile; read it, and write that copy"
+	}
+	return st + ": another write came first; re-read the item and retry"
+}
+
+// state names a stored item for a conflict message: its version (with a
+// version field) and whether it is soft-deleted.
+func (t *Table[T]) state(cur map[string]types.AttributeValue) string {
+	if len(cur) == 0 {
+		return "no item with that key"
+	}
+	st := "an item"
+	if t.s.version != nil {
+		if n, ok := cur[t.s.version.attr].(*types.AttributeValueMemberN); ok {
+			st = "version " + n.Value
+		}
+	}
+	if b, ok := cur[t.opts.DeletedAttr].(*types.AttributeValueMemberBOOL); ok && b.Value {
+		st += ", soft-deleted"
+	}
+	return st
+}
+
+// sameItem reports whether two items hold the same attributes, comparing
+// values as DynamoDB does (numbers by value, sets as sets), since a server
+// returns numbers normalized and sets in its own order.
+func sameItem(a, b map[string]types.AttributeValue) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || !sameValue(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b types.AttributeValue) bool {
+	switch x := a.(type) {
+	case *types.AttributeValueMemberN:
+		y, ok := b.(*types.AttributeValueMemberN)
+		return ok && sameNumber(x.Value, y.Value)
+	case *types.AttributeValueMemberSS:
+		y, ok := b.(*types.AttributeValueMemberSS)
+		return ok && sameSet(x.Value, y.Value, func(p, q string) bool { return p == q })
+	case *types.AttributeValueMemberNS:
+		y, ok := b.(*types.AttributeValueMemberNS)
+		return ok && sameSet(x.Value, y.Value, sameNumber)
+	case *types.AttributeValueMemberBS:
+		y, ok := b.(*types.AttributeValueMemberBS)
+		return ok && sameSet(x.Value, y.Value, bytes.Equal)
+	case *types.AttributeValueMemberL:
+		y, ok := b.(*types.AttributeValueMemberL)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for i := range x.Value {
+			if !sameValue(x.Value[i], y.Value[i]) {
+				return false
+			}
+		}
+		return true
+	case *types.AttributeValueMemberM:
+		y, ok := b.(*types.AttributeValueMemberM)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for k, v := range x.Value {
+			w, ok := y.Value[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return avEqual(a, b)
+}
+
+// sameNumber compares two DynamoDB Number texts by value.
+func sameNumber(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, ok1 := new(big.Rat).SetString(a)
+	y, ok2 := new(big.Rat).SetString(b)
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+// sameSet compares two sets, each element matched once.
+func sameSet[E any](a, b []E, eq func(E, E) bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+outer:
+	for _, x := range a {
+		for j, y := range b {
+			if !used[j] && eq(x, y) {
+				used[j] = true
+				continue outer
+			}
+		}
+		return false
+	}
+	return true
 }
 
 func keyString(key map[string]types.AttributeValue) string {

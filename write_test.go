@@ -64,7 +64,7 @@ func wrWriteThrough(o *Options) { o.WriteThrough = true }
 // wrRaw reads the stored base item of item (strongly consistent), or nil.
 func wrRaw[T any](t *testing.T, tb *Table[T], item T) map[string]types.AttributeValue {
 	t.Helper()
-	p, err := tb.prepare(&item)
+	p, err := tb.prepare(&item, false)
 	require.NoError(t, err)
 	out, err := tb.current(t.Context(), p.key)
 	require.NoError(t, err)

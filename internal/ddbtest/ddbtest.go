@@ -217,8 +217,10 @@ func Faulty(tb testing.TB, policy faults.Policy, retryer func() aws.Retryer) (*d
 	tb.Helper()
 	base := clientsFor(tb)
 	ft := faults.New(nil, policy)
+	// RetryMaxAttempts would override the retryer's own attempts.
 	db := dynamodb.New(base.db.Options(), func(o *dynamodb.Options) {
 		o.HTTPClient = ft.Client()
+		o.RetryMaxAttempts = 0
 		if retryer != nil {
 			o.Retryer = retryer()
 		} else {
@@ -227,6 +229,7 @@ func Faulty(tb testing.TB, policy faults.Policy, retryer func() aws.Retryer) (*d
 	})
 	st := dynamodbstreams.New(base.streams.Options(), func(o *dynamodbstreams.Options) {
 		o.HTTPClient = ft.Client()
+		o.RetryMaxAttempts = 0
 		if retryer != nil {
 			o.Retryer = retryer()
 		} else {
