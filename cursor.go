@@ -20,7 +20,8 @@ import (
 //	index     uvarint length + logical index name ("" for the base table)
 //	count     uvarint: number of fields
 //	fields    count × (uvarint length + attribute name, uvarint length + key text)
-//	[next]    count × (uvarint length + key text), when flag bit 1 is set
+//	[next]    count × (uvarint length + key text), then the 8-byte read
+//	          digest, when flag bit 1 is set
 //	[mac]     32 bytes of HMAC-SHA256 over everything before it, when signed
 //
 // It names a logical position: the canonical key text of every field the
@@ -29,8 +30,11 @@ import (
 // are the last item of the page; next, when present, is the first live item
 // after it, which the page fill read ahead: everything between the two was
 // read and found dead, so the next page may start at next instead of reading
-// them again. Both come from live items only, so a GSI and an index table
-// over the same live items mint the same cursor. Decoding is strict: every
+// them again. The read digest names what "dead" meant: the caller's filter
+// and whether tombstones were included; a query whose digest differs starts
+// after the last item instead. Both positions come from live items and the
+// digest from the logical query, so a GSI and an index table over the same
+// live items mint the same cursor. Decoding is strict: every
 // field must be the index's, in order, of its declared form, and both
 // positions must lie in the query's partition and range, next after the
 // last item.
@@ -45,11 +49,18 @@ const (
 var cursorEncoding = base64.RawURLEncoding.Strict()
 
 // cursorPos is what a cursor names: the position after which the next page
-// starts, and, when the page fill read it, the first live item after it.
+// starts, and, when the page fill read it, the first live item after it,
+// with the digest of the read that found the items between them dead.
 type cursorPos struct {
-	at   position
-	next position // nil when unknown
+	at     position
+	next   position // nil when unknown
+	digest readDigest
 }
+
+// readDigest identifies what a read counted as live: its filter (the
+// caller's, not the tombstone rule, which each layout applies its own way)
+// and whether it included tombstones.
+type readDigest [8]byte
 
 // encodeCursor mints the cursor for c in d.
 func encodeCursor(d *keyDef, c cursorPos, desc bool, key []byte) string {
@@ -59,6 +70,9 @@ func encodeCursor(d *keyDef, c cursorPos, desc bool, key []byte) string {
 	}
 	for _, t := range c.next {
 		n += stringSize(t)
+	}
+	if c.next != nil {
+		n += len(c.digest)
 	}
 	if key != nil {
 		n += macSize
@@ -81,6 +95,9 @@ func encodeCursor(d *keyDef, c cursorPos, desc bool, key []byte) string {
 	}
 	for _, t := range c.next {
 		b = appendString(b, t)
+	}
+	if c.next != nil {
+		b = append(b, c.digest[:]...)
 	}
 	if key != nil {
 		m := hmac.New(sha256.New, key)
@@ -228,6 +245,10 @@ func decodeCursor(d *keyDef, token string, desc bool, o *Options) (cursorPos, er
 				return none, err
 			}
 		}
+		if len(r.s)-r.off < len(c.digest) {
+			return none, cursorErr(nil, "next position: truncated read digest")
+		}
+		r.off += copy(c.digest[:], r.s[r.off:])
 	}
 	if r.off != len(r.s) {
 		return none, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)

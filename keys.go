@@ -437,8 +437,11 @@ func (d *keyDef) uniqueSort() bool {
 // it holds for a cursor minted on either form of an index: a native GSI
 // orders ties as its server does, an index table by base key.
 func (d *keyDef) follows(next, at position, desc bool) bool {
-	if d.sk == nil || len(d.sk.parts) == 0 || slices.Equal(next, at) {
+	if slices.Equal(next, at) {
 		return false
+	}
+	if d.sk == nil || len(d.sk.parts) == 0 {
+		return true // no declared sort components: the order is the base key's, which layouts keep differently
 	}
 	a, errA := d.sk.partsOrdered(d.textOf(at))
 	n, errN := d.sk.partsOrdered(d.textOf(next))
@@ -466,9 +469,12 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // the order desc says, under the key condition kc) returns the entry at next
 // first: a sort key value just before next's, such that no entry can lie
 // between the two. ok is false when d cannot express one: a sort key that
-// may repeat, a Number, or a value at DynamoDB's size limit; the caller then
-// starts after the position at. A nil key with ok true means next is the
-// first entry of the condition's range, so the query starts at the range.
+// may repeat, a Number, a native String read descending (it may hold
+// characters below any suffix we could append), a value at DynamoDB's size
+// limit, or a next that does not come after at in d's own order (a cursor
+// minted where ties are ordered otherwise); the caller then starts after
+// the position at. A nil key with ok true means next is the first entry of
+// the condition's range, so the query starts at the range.
 func (d *keyDef) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
 	if !d.uniqueSort() || d.sk.scalar == types.ScalarAttributeTypeN {
 		return nil, false

@@ -2,18 +2,16 @@ package ddbindex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 )
 
 // This file owns the page-fill loop. DynamoDB applies Limit before the
@@ -91,7 +89,7 @@ func newPager[T any](q Query[T], p *plan, memo bool) *pager[T] {
 	}
 	// Both were checked when the cursor was decoded.
 	pg.esk, _ = p.def.startKey(p.start.at)
-	if p.start.next != nil {
+	if p.start.next != nil && !q.t.memo.noStartBefore.Load() {
 		if esk, ok := p.def.startKeyBefore(p.start.next, p.start.at, q.desc, p.kc); ok {
 			pg.esk, pg.alt = esk, pg.esk
 		}
@@ -143,10 +141,13 @@ func (pg *pager[T]) request(limit int) *dynamodb.QueryInput {
 func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.AttributeValue, bool, error) {
 	in := pg.request(limit)
 	out, err := pg.q.t.client.Query(ctx, in)
-	if err != nil && pg.alt != nil && isStartKeyRefused(err) {
-		// The server refused the start key built before the next live item:
-		// start after the page's last item instead, as a cursor without a
-		// next position does.
+	if err != nil && pg.alt != nil && isValidation(err) {
+		// The server refused the start key built before the cursor's next
+		// item (DynamoDB accepts any key value in the query's range, but a
+		// server may not): start after the page's last item instead, as a
+		// cursor without a next item does, now and on later pages.
+		pg.q.t.memo.noStartBefore.Store(true)
+		pg.total.Requests++
 		pg.esk, pg.alt = pg.alt, nil
 		in = pg.request(limit)
 		out, err = pg.q.t.client.Query(ctx, in)
@@ -193,15 +194,6 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 	return out.Items, true, nil
 }
 
-// isStartKeyRefused reports whether err is DynamoDB refusing an
-// ExclusiveStartKey ("The provided starting key is invalid" or "... is
-// outside query boundaries based on provided conditions").
-func isStartKeyRefused(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
-		strings.Contains(strings.ToLower(ae.ErrorMessage()), "starting key")
-}
-
 // positionKey is a position as one map key (texts length-prefixed, since
 // they may hold any byte).
 func positionKey(pos position) string {
@@ -220,6 +212,9 @@ func (pg *pager[T]) cursor(c cursorPos) (string, error) {
 		return "", nil
 	}
 	d, o := pg.p.def, &pg.q.t.opts
+	if o.PlainCursors {
+		c.next = nil
+	}
 	if c.next != nil {
 		if tok := encodeCursor(d, c, pg.q.desc, o.CursorKey); len(tok) <= o.MaxCursorBytes {
 			return tok, nil
@@ -274,6 +269,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool)
 		raw = append(raw, items...)
 	}
 	if len(raw) > limit || (len(raw) == limit && more && capErr == nil) {
+		end.digest = p.digest
 		var err error
 		if end.at, err = p.def.positionOf(raw[limit-1]); err != nil {
 			return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
@@ -448,17 +444,16 @@ func (s *sizer) next(need int) int {
 	n := float64(need)
 	size := (n + margin*math.Sqrt(n*(1-p))) / p
 	switch {
-	case s.streak > 0 || s.tailDead:
-		if s.streak > 0 {
-			size = max(size, growth*float64(s.lastRead))
-		}
-		if b := s.itemBytes(); b > 0 {
-			// Fill the read units this request pays for anyway.
-			units := math.Ceil(size * b / 4096)
-			size = max(size, math.Floor(units*4096/b))
-		}
+	case s.streak > 0:
+		size = max(size, growth*float64(s.lastRead))
 	case s.lastRead > 0:
 		size = min(size, max(n, growth*float64(s.lastRead)))
+	}
+	if b := s.itemBytes(); (s.streak > 0 || s.tailDead) && b > 0 {
+		// Expecting dead items: fill the read units this request pays for
+		// anyway.
+		units := math.Ceil(size * b / 4096)
+		size = max(size, math.Floor(units*4096/b))
 	}
 	return max(need, int(min(math.Ceil(size), maxRequestItems)))
 }
@@ -577,6 +572,10 @@ const memoDecay = 0.5
 // is sized for it. It is bounded (memoCap partitions, the oldest forgotten
 // first) and only ever changes request sizes, never results.
 type memo struct {
+	// noStartBefore is set once the server refused a start key built
+	// before a cursor's next item: later pages start after the last item.
+	noStartBefore atomic.Bool
+
 	mu    sync.Mutex
 	m     map[string]memoEntry
 	order []string // keys, oldest first

@@ -3,9 +3,11 @@ package ddbindex
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -134,7 +136,75 @@ func TestPageFillStartKeyFallback(t *testing.T) {
 	st := coldMemo(tb)
 	st.client = strict
 	require.Equal(t, want, read(st))
-	require.Positive(t, strict.refused, "the server refused start keys before next items")
+	require.Equal(t, 1, strict.refused, "the Table stops building start keys before next items once refused")
+	// A refused request counts as a request.
+	st = coldMemo(tb)
+	strict.refused, strict.seen = 0, map[string]bool{}
+	st.client = strict
+	p, err := st.Query("feed", "c").Limit(3).Page(context.Background())
+	require.NoError(t, err)
+	p2, err := st.Query("feed", "c").Limit(3).After(p.Cursor).Page(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, strict.refused)
+	require.Equal(t, p2.Stats.Requests, 2, "the refused request and the one after it")
+}
+
+// TestPageFillNextDependsOnTheRead: a cursor's next position says which items
+// the page fill found dead under the page's filter; a query with another
+// filter, or with tombstones included, starts after the last item instead,
+// so it returns what lies between. With Options.PlainCursors no next
+// position is minted at all.
+func TestPageFillNextDependsOnTheRead(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[benchFeedItem](t)
+	dead := make([]bool, 30)
+	for i := range dead {
+		dead[i] = i >= 2 && i < 20 // 2 live, 18 tombstones, 10 live
+	}
+	benchLoad(t, tb, "c", dead)
+	ctx := context.Background()
+	ids := func(p *Page[benchFeedItem]) (out []string) {
+		for _, it := range p.Items {
+			out = append(out, it.ID)
+		}
+		return out
+	}
+	p1, err := tb.Query("feed", "c").Limit(2).Page(ctx)
+	require.NoError(t, err)
+	d, _ := tb.index("feed")
+	c, err := decodeCursor(d, p1.Cursor, false, &tb.opts)
+	require.NoError(t, err)
+	require.NotNil(t, c.next, "the page read one live item ahead")
+
+	// Same read: starts at the next live item.
+	p2, err := tb.Query("feed", "c").Limit(2).After(p1.Cursor).Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"item-00021", "item-00022"}, ids(p2))
+	require.Zero(t, p2.Stats.Filtered, "it reads no tombstone of the gap again")
+
+	// Tombstones included: the 18 tombstones between come first.
+	p3, err := tb.Query("feed", "c").IncludeDeleted().Limit(2).After(p1.Cursor).Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"item-00003", "item-00004"}, ids(p3))
+
+	// Another filter: it starts after the last item too (and the filter
+	// holds for the items it returns).
+	p4, err := tb.Query("feed", "c").Filter(expression.Name("votes").GreaterThanEqual(expression.Value(0))).Limit(2).After(p1.Cursor).Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"item-00021", "item-00022"}, ids(p4))
+	require.Equal(t, 18, p4.Stats.Filtered, "it read the tombstones again")
+
+	plain := coldMemo(tb)
+	plain.opts.PlainCursors = true
+	pp, err := plain.Query("feed", "c").Limit(2).Page(ctx)
+	require.NoError(t, err)
+	cp, err := decodeCursor(d, pp.Cursor, false, &tb.opts)
+	require.NoError(t, err)
+	require.Nil(t, cp.next, "PlainCursors mints no next position")
+	require.Equal(t, c.at, cp.at)
+	raw, err := cursorEncoding.DecodeString(pp.Cursor)
+	require.NoError(t, err)
+	require.Zero(t, raw[1]&flagNext, "a cursor releases before next positions decode")
 }
 
 // TestPageFillHugeLimit: a Limit as large as an int goes returns every live
@@ -173,4 +243,74 @@ func TestPageFillHugeLimit(t *testing.T) {
 			require.LessOrEqual(t, int(*in.Limit), maxRequestItems)
 		}
 	}
+}
+
+// pfNoSortGSI and pfNoSortTbl declare an index with a partition and no sort
+// component: as a GSI it has no sort key, as an index table its sort key is
+// the base key alone.
+type pfNoSortGSI struct {
+	_    TableSpec `ddbindex:"pf-nosort"`
+	_    IndexSpec `ddbindex:"by_team,type=gsi"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Team string    `dynamodbav:"team" ddbindex:"by_team.pk"`
+}
+
+type pfNoSortTbl struct {
+	_    TableSpec `ddbindex:"pf-nosort"`
+	_    IndexSpec `ddbindex:"by_team,type=table"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Team string    `dynamodbav:"team" ddbindex:"by_team.pk"`
+}
+
+// TestPageFillIndexWithoutSortComponents: pages of an index without sort
+// components follow their cursors (which carry a next position) to the end,
+// on both forms, each item once.
+func TestPageFillIndexWithoutSortComponents(t *testing.T) {
+	t.Parallel()
+	g, _ := newTestTable[pfNoSortGSI](t)
+	tb, _ := newTestTable[pfNoSortTbl](t)
+	want := []string{"a", "b", "c", "d", "e"}
+	for i, id := range want {
+		putBase(t, g, pfNoSortGSI{ID: id, Team: "T"})
+		require.True(t, putEntry(t, tb, "by_team", pfNoSortTbl{ID: id, Team: "T"}, false))
+		if i%2 == 0 { // and tombstones between them
+			require.True(t, putEntry(t, tb, "by_team", pfNoSortTbl{ID: id + "-gone", Team: "T"}, true))
+		}
+	}
+	pages := func(next func(cursor string) (ids []string, cursor2 string, err error)) []string {
+		var all []string
+		cursor := ""
+		for range 10 {
+			ids, c, err := next(cursor)
+			require.NoError(t, err)
+			all = append(all, ids...)
+			if cursor = c; cursor == "" {
+				break
+			}
+		}
+		slices.Sort(all)
+		return all
+	}
+	require.Equal(t, want, pages(func(cursor string) ([]string, string, error) {
+		p, err := g.Query("by_team", "T").Limit(2).After(cursor).Page(context.Background())
+		if err != nil {
+			return nil, "", err
+		}
+		var ids []string
+		for _, it := range p.Items {
+			ids = append(ids, it.ID)
+		}
+		return ids, p.Cursor, nil
+	}), "GSI")
+	require.Equal(t, want, pages(func(cursor string) ([]string, string, error) {
+		p, err := tb.Query("by_team", "T").Limit(2).After(cursor).Page(context.Background())
+		if err != nil {
+			return nil, "", err
+		}
+		var ids []string
+		for _, it := range p.Items {
+			ids = append(ids, it.ID)
+		}
+		return ids, p.Cursor, nil
+	}), "index table")
 }

@@ -2,7 +2,11 @@ package ddbindex
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"slices"
 
@@ -99,8 +103,12 @@ type Page[T any] struct {
 	Items []T
 	// Cursor continues after the last item; it is "" exactly when no live
 	// item follows (the page fill reads one live item ahead), so a cursor
-	// never leads to an empty page. A page cut short by a cap has a cursor
-	// too (see ErrCapReached).
+	// never leads to an empty page. It also names that next live item: the
+	// next page, read with the same filter, starts there rather than reading
+	// again the tombstones and filtered items between, so an item that only
+	// becomes live between the two after this page was read is not returned,
+	// as an item inserted before a LastEvaluatedKey is not. A page cut short
+	// by a cap has a cursor too (see ErrCapReached).
 	Cursor string
 	// Stats is what the page cost.
 	Stats Stats
@@ -131,8 +139,90 @@ type plan struct {
 	def     *keyDef
 	input   dynamodb.QueryInput
 	kc      *keyCond
-	start   cursorPos // from the cursor; zero at the beginning
-	memoKey string    // the page fill's memo entry: index, partition and filter
+	start   cursorPos  // from the cursor; zero at the beginning
+	digest  readDigest // what the query counts as live (see readDigest)
+	memoKey string     // the page fill's memo entry
+}
+
+// readDigest digests what the query counts as live, for the next position
+// of its cursors: the caller's filter, with its names and values, and
+// IncludeDeleted. The tombstone rule is left out: each layout applies its
+// own, and both forms of an index mint the same cursors.
+func (q Query[T]) readDigest() (readDigest, error) {
+	h := sha256.New()
+	if q.deleted {
+		h.Write([]byte{1})
+	} else {
+		h.Write([]byte{0})
+	}
+	if q.filter != nil {
+		expr, err := expression.NewBuilder().WithFilter(*q.filter).Build()
+		if err != nil {
+			return readDigest{}, err
+		}
+		b := appendString(nil, aws.ToString(expr.Filter()))
+		for _, k := range slices.Sorted(maps.Keys(expr.Names())) {
+			b = appendString(appendString(b, k), expr.Names()[k])
+		}
+		for _, k := range slices.Sorted(maps.Keys(expr.Values())) {
+			b = appendAV(appendString(b, k), expr.Values()[k])
+		}
+		h.Write(b)
+	}
+	var d readDigest
+	copy(d[:], h.Sum(nil))
+	return d, nil
+}
+
+// appendAV appends a canonical encoding of an attribute value: a type letter,
+// then its content, lengths prefixed, map keys sorted.
+func appendAV(b []byte, v types.AttributeValue) []byte {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return appendString(append(b, 'S'), v.Value)
+	case *types.AttributeValueMemberN:
+		return appendString(append(b, 'N'), v.Value)
+	case *types.AttributeValueMemberB:
+		return appendString(append(b, 'B'), string(v.Value))
+	case *types.AttributeValueMemberBOOL:
+		if v.Value {
+			return append(b, 'T')
+		}
+		return append(b, 'F')
+	case *types.AttributeValueMemberNULL:
+		return append(b, '0')
+	case *types.AttributeValueMemberSS:
+		b = binary.AppendUvarint(append(b, 's'), uint64(len(v.Value)))
+		for _, e := range v.Value {
+			b = appendString(b, e)
+		}
+		return b
+	case *types.AttributeValueMemberNS:
+		b = binary.AppendUvarint(append(b, 'n'), uint64(len(v.Value)))
+		for _, e := range v.Value {
+			b = appendString(b, e)
+		}
+		return b
+	case *types.AttributeValueMemberBS:
+		b = binary.AppendUvarint(append(b, 'b'), uint64(len(v.Value)))
+		for _, e := range v.Value {
+			b = appendString(b, string(e))
+		}
+		return b
+	case *types.AttributeValueMemberL:
+		b = binary.AppendUvarint(append(b, 'L'), uint64(len(v.Value)))
+		for _, e := range v.Value {
+			b = appendAV(b, e)
+		}
+		return b
+	case *types.AttributeValueMemberM:
+		b = binary.AppendUvarint(append(b, 'M'), uint64(len(v.Value)))
+		for _, k := range slices.Sorted(maps.Keys(v.Value)) {
+			b = appendAV(appendString(b, k), v.Value[k])
+		}
+		return b
+	}
+	return append(b, '?')
 }
 
 // plan validates q and translates it for its index, decoding the cursor. It
@@ -203,10 +293,14 @@ func (q Query[T]) planFor(d *keyDef) (*plan, error) {
 	if err != nil {
 		return nil, queryErr(d.name, "%v", err)
 	}
-	p := &plan{def: d, kc: kc, memoKey: d.name + "\x00" + positionKey(pkTexts)}
-	if expr.Filter() != nil {
-		p.memoKey += "\x00" + *expr.Filter()
+	digest, err := q.readDigest()
+	if err != nil {
+		return nil, queryErr(d.name, "%v", err)
 	}
+	p := &plan{def: d, kc: kc, digest: digest}
+	// The memo's entry: the index, the partition, the sort condition and
+	// what counts as live.
+	p.memoKey = string(appendString(appendString([]byte(d.name), positionKey(pkTexts)), fmt.Sprint(kc))) + string(digest[:])
 	p.input = dynamodb.QueryInput{
 		TableName:                 aws.String(q.t.tableOf(d)),
 		KeyConditionExpression:    expr.KeyCondition(),
@@ -230,6 +324,11 @@ func (q Query[T]) planFor(d *keyDef) (*plan, error) {
 		}
 		if err := p.checkPosition(c.at, pkTexts, ""); err != nil {
 			return nil, err
+		}
+		if c.next != nil && c.digest != digest {
+			// Another filter, or tombstones included: what lies between the
+			// position and next may be live for this read.
+			c.next = nil
 		}
 		if c.next != nil {
 			if err := p.checkPosition(c.next, pkTexts, "next position: "); err != nil {

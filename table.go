@@ -76,6 +76,11 @@ type Options struct {
 	// a call that would mint a longer one fails instead (ErrInvalidQuery).
 	// Default 4096, enough for keys of a few hundred bytes.
 	MaxCursorBytes int
+	// PlainCursors mints cursors without the next live item (see
+	// [Page].Cursor), which releases before it was added refuse: set it
+	// while such a release still serves reads, during a rolling upgrade,
+	// then clear it. Cursors of either kind are accepted whatever it says.
+	PlainCursors bool
 
 	// Now returns the current time, for tombstone expiry. Default time.Now.
 	Now func() time.Time
