@@ -416,19 +416,3 @@ func (d *keyDef) partition(values []any) (types.AttributeValue, []string, error)
 	}
 	return av, texts, nil
 }
-
-func avString(av types.AttributeValue) string {
-	switch v := av.(type) {
-	case *types.AttributeValueMemberS:
-		return fmt.Sprintf("%q", v.Value)
-	case *types.AttributeValueMemberN:
-		return v.Value
-	case *types.AttributeValueMemberB:
-		return fmt.Sprintf("0x%x", v.Value)
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprint(v.Value)
-	case nil:
-		return "<nil>"
-	}
-	return fmt.Sprintf("%T", av)
-}

@@ -1,0 +1,970 @@
+package ddbindex
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TableSpec is a zero-size marker: a blank field of this type declares the
+// model's base table in its ddbindex tag.
+//
+//	_ ddbindex.TableSpec `ddbindex:"tickets,pk=PK,sk=SK"`
+//
+// The first word is the table name. Options: pk=ATTR and sk=ATTR name the
+// attributes that hold a composite (derived) base key; softdelete makes reads
+// of the base table and its GSIs and LSIs skip tombstones too.
+type TableSpec struct{}
+
+// IndexSpec is a zero-size marker: a blank field of this type declares one
+// index in its ddbindex tag.
+//
+//	_ ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,name=tickets-by-status,pk=GSI1PK,sk=GSI1SK"`
+//
+// The first word is the logical index name that queries use. Options:
+//
+//	type=gsi|lsi|table  the index type (required); switching gsi to table is the whole migration
+//	name=NAME           the physical GSI/LSI name, or the index table's name
+//	                    (default: the logical name for gsi/lsi, TABLE-NAME for table)
+//	pk=ATTR, sk=ATTR    the attributes that hold the composite (derived) key values
+//	                    (required for a composite GSI/LSI key; an index table defaults to _pk and _sk)
+//	project=all|keys|a|b|c  what the index projects (default all)
+type IndexSpec struct{}
+
+// DeclarationError reports a broken rule in a model's ddbindex declarations.
+// It matches [ErrDeclaration] with errors.Is.
+type DeclarationError struct {
+	Model string // the Go type
+	Field string // the Go field, if the rule concerns one
+	Index string // the logical index, if the rule concerns one
+	Rule  string // what is wrong, and what to do
+}
+
+// Error implements the error interface.
+func (e *DeclarationError) Error() string {
+	var b strings.Builder
+	b.WriteString("ddbindex: ")
+	b.WriteString(e.Model)
+	if e.Field != "" {
+		b.WriteString(".")
+		b.WriteString(e.Field)
+	}
+	if e.Index != "" {
+		b.WriteString(" (index ")
+		b.WriteString(e.Index)
+		b.WriteString(")")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Rule)
+	return b.String()
+}
+
+// Is makes DeclarationError match ErrDeclaration.
+func (e *DeclarationError) Is(target error) bool { return target == ErrDeclaration }
+
+// field is one model attribute that takes part in a key.
+type field struct {
+	goName    string
+	attr      string
+	index     []int
+	typ       reflect.Type // the value type (pointer stripped)
+	ptr       bool
+	omitEmpty bool
+	unixTime  bool    // dynamodbav:",unixtime": stored as whole epoch seconds
+	canon     encoder // the default encoder: positions and cursors hold this text
+}
+
+// component is one field in one key role, with that role's format and label.
+type component struct {
+	f     *field
+	enc   encoder
+	label string // a literal written before the value, e.g. STATUS in STATUS#open
+}
+
+// sameFormat reports whether the role's text equals the field's canonical text.
+func (c *component) sameFormat() bool {
+	return c.enc.width == c.f.canon.width && c.enc.tf == c.f.canon.tf && c.enc.kind == c.f.canon.kind
+}
+
+// keyAttr is one physical key attribute: a partition or sort key of a table or
+// index.
+type keyAttr struct {
+	attr   string
+	native bool // a single component stored as the model attribute itself
+	parts  []*component
+	suffix []*component // base key components appended for uniqueness and a total order
+	scalar types.ScalarAttributeType
+	// partition is true for a partition (hash) key, whose values may be
+	// 2048 bytes; a sort key's may be 1024.
+	partition bool
+}
+
+// keyDef is the declaration of the base table or of one index.
+type keyDef struct {
+	schema   *schema
+	name     string // logical name; "" for the base table
+	kind     Kind
+	physical string // declared table name (base, index table) or index name (GSI, LSI)
+	pk       *keyAttr
+	sk       *keyAttr // nil when there is no sort key
+	project  []string // nil means all
+	keysOnly bool
+	slots    []*field // the fields a position names: index key fields, then base key fields
+}
+
+// schema is a parsed, validated model declaration. It is immutable and shared.
+type schema struct {
+	typ        reflect.Type
+	model      string
+	table      string
+	softDelete bool
+	base       *keyDef
+	indexes    []*keyDef
+	byName     map[string]*keyDef
+	attrs      map[string]bool // every attribute the model marshals
+	attrList   []string        // the same, in field order
+	fields     map[string]*field
+	version    *versionField // the field tagged ddbindex:"version", if any
+}
+
+// versionField is the model's version attribute: an integer that every
+// write through ddbindex increments, and that conditions it.
+type versionField struct {
+	goName string
+	attr   string
+	index  []int
+}
+
+var schemaCache sync.Map // reflect.Type -> *schemaResult
+
+type schemaResult struct {
+	s   *schema
+	err error
+}
+
+// schemaFor parses and validates T's declarations once; the result is cached.
+func schemaFor(t reflect.Type) (*schema, error) {
+	if r, ok := schemaCache.Load(t); ok {
+		res := r.(*schemaResult)
+		return res.s, res.err
+	}
+	s, err := parseSchema(t)
+	r, _ := schemaCache.LoadOrStore(t, &schemaResult{s, err})
+	res := r.(*schemaResult)
+	return res.s, res.err
+}
+
+var physicalName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// roleDecl is one key role as the tag declares it, before positions are sorted.
+type roleDecl struct {
+	index string // "" for the base table
+	part  string // "pk" or "sk"
+	pos   int
+	comp  *component
+}
+
+func parseSchema(t reflect.Type) (*schema, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, &DeclarationError{Model: t.String(), Rule: "a model must be a struct type"}
+	}
+	s := &schema{typ: t, model: t.String(), byName: map[string]*keyDef{}, attrs: map[string]bool{}, fields: map[string]*field{}}
+	fail := func(fieldName, index, format string, args ...any) error {
+		return &DeclarationError{Model: s.model, Field: fieldName, Index: index, Rule: fmt.Sprintf(format, args...)}
+	}
+	type indexDecl struct {
+		def    *keyDef
+		pkName string
+		skName string
+	}
+	var tableDecl *indexDecl
+	var decls []*indexDecl
+	var roles []roleDecl
+
+	// Blank marker fields are not reliably among reflect.VisibleFields (two or
+	// more cancel out as same-named fields; a single one is listed): list the
+	// top-level ones first, and skip them there.
+	fields := make([]reflect.StructField, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if sf := t.Field(i); sf.Name == "_" {
+			fields = append(fields, sf)
+		}
+	}
+	for _, sf := range reflect.VisibleFields(t) {
+		if sf.Name != "_" || len(sf.Index) != 1 {
+			fields = append(fields, sf)
+		}
+	}
+	// Attributes are the fields attributevalue stores, under its names.
+	avs := avFieldsOf(t)
+	for _, sf := range fields {
+		tag, hasTag := sf.Tag.Lookup("ddbindex")
+		switch sf.Type {
+		case reflect.TypeFor[TableSpec](), reflect.TypeFor[IndexSpec]():
+			if !hasTag {
+				return nil, fail(sf.Name, "", "a %s field needs a ddbindex tag", sf.Type.Name())
+			}
+			words := strings.Split(tag, ",")
+			d := &indexDecl{def: &keyDef{schema: s, name: strings.TrimSpace(words[0])}}
+			isTable := sf.Type == reflect.TypeFor[TableSpec]()
+			if isTable {
+				if tableDecl != nil {
+					return nil, fail(sf.Name, "", "the base table is declared twice")
+				}
+				d.def.kind = BaseTable
+				d.def.physical, d.def.name = d.def.name, ""
+				tableDecl = d
+			} else {
+				if d.def.name == "" {
+					return nil, fail(sf.Name, "", "an IndexSpec tag starts with the logical index name")
+				}
+				d.def.kind = 255 // unset
+				decls = append(decls, d)
+			}
+			for _, w := range words[1:] {
+				k, v, _ := strings.Cut(strings.TrimSpace(w), "=")
+				switch {
+				case k == "pk":
+					d.pkName = v
+				case k == "sk":
+					d.skName = v
+				case k == "softdelete" && isTable && v == "":
+					s.softDelete = true
+				case k == "type" && !isTable:
+					switch v {
+					case "gsi":
+						d.def.kind = GSI
+					case "lsi":
+						d.def.kind = LSI
+					case "table":
+						d.def.kind = IndexTable
+					default:
+						return nil, fail(sf.Name, d.def.name, "type=%s is not an index type (want gsi, lsi or table)", v)
+					}
+				case k == "name" && !isTable:
+					d.def.physical = v
+				case k == "project" && !isTable:
+					switch v {
+					case "all", "":
+					case "keys":
+						d.def.keysOnly = true
+					default:
+						d.def.project = strings.Split(v, "|")
+					}
+				default:
+					return nil, fail(sf.Name, d.def.name, "unknown option %q in %s tag", w, sf.Type.Name())
+				}
+				if (k == "pk" || k == "sk" || k == "name") && v == "" {
+					return nil, fail(sf.Name, d.def.name, "option %s needs a value", k)
+				}
+			}
+			if !isTable && d.def.kind == 255 {
+				return nil, fail(sf.Name, d.def.name, "type= is missing (want type=gsi, type=lsi or type=table)")
+			}
+			continue
+		}
+	}
+	for _, sf := range allTagged(t) {
+		if err := checkTaggedField(sf, avs); err != nil {
+			return nil, fail(sf.Name, "", "%v", err)
+		}
+	}
+	if len(avs.conflicts) > 0 {
+		c := avs.conflicts[0]
+		names := make([]string, len(c))
+		for i, f := range c {
+			names[i] = f.sf.Name
+		}
+		return nil, fail(c[len(c)-1].sf.Name, "", "attribute %q is declared by two fields (%s) that attributevalue ranks equal, so it stores neither: rename one, or tag one dynamodbav:\"-\"",
+			c[0].name, strings.Join(names, ", "))
+	}
+	for _, av := range avs.visible {
+		sf := av.sf
+		if sf.Type == reflect.TypeFor[TableSpec]() || sf.Type == reflect.TypeFor[IndexSpec]() {
+			continue
+		}
+		attr, opts := av.name, avTagOptions(sf)
+		if !s.attrs[attr] {
+			s.attrList = append(s.attrList, attr)
+		}
+		s.attrs[attr] = true
+		tag, hasTag := sf.Tag.Lookup("ddbindex")
+		if !hasTag {
+			continue
+		}
+		if strings.TrimSpace(tag) == "version" {
+			if k := sf.Type.Kind(); k < reflect.Int || k > reflect.Uint64 {
+				return nil, fail(sf.Name, "", "a version field must be an integer, not %s", sf.Type)
+			}
+			if s.version != nil {
+				return nil, fail(sf.Name, "", "a second version field (the first is %s)", s.version.goName)
+			}
+			s.version = &versionField{goName: sf.Name, attr: attr, index: sf.Index}
+			continue
+		}
+		ft, ptr := sf.Type, false
+		if ft.Kind() == reflect.Pointer {
+			ft, ptr = ft.Elem(), true
+		}
+		fl := &field{goName: sf.Name, attr: attr, index: sf.Index, typ: ft, ptr: ptr, omitEmpty: opts["omitempty"], unixTime: opts["unixtime"]}
+		var err error
+		if fl.canon, err = newEncoder(ft, 0, ""); err != nil {
+			return nil, fail(sf.Name, "", "%v", err)
+		}
+		if fl.unixTime && ft != timeType {
+			fl.unixTime = false // attributevalue applies unixtime to times only
+		}
+		s.fields[attr] = fl
+		for _, role := range strings.Split(tag, ";") {
+			r, err := parseRole(strings.TrimSpace(role), fl)
+			if err != nil {
+				return nil, fail(sf.Name, r.index, "%v", err)
+			}
+			roles = append(roles, r)
+		}
+	}
+	if tableDecl == nil {
+		return nil, fail("", "", "no base table: add a field `_ ddbindex.TableSpec `ddbindex:\"TABLE-NAME\"``")
+	}
+	s.table = tableDecl.def.physical
+	if !physicalName.MatchString(s.table) {
+		return nil, fail("", "", "table name %q is not a valid DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", s.table)
+	}
+	s.base = tableDecl.def
+	for _, d := range decls {
+		if _, dup := s.byName[d.def.name]; dup {
+			return nil, fail("", d.def.name, "the index is declared twice")
+		}
+		s.byName[d.def.name] = d.def
+		s.indexes = append(s.indexes, d.def)
+	}
+
+	// Gather each key's components in position order.
+	type partKey struct{ index, part string }
+	parts := map[partKey][]roleDecl{}
+	for _, r := range roles {
+		if r.index != "" && s.byName[r.index] == nil {
+			return nil, fail(r.comp.f.goName, r.index, "no IndexSpec declares an index named %q", r.index)
+		}
+		k := partKey{r.index, r.part}
+		parts[k] = append(parts[k], r)
+	}
+	ordered := func(index, part string) ([]*component, error) {
+		rs := parts[partKey{index, part}]
+		slices.SortStableFunc(rs, func(a, b roleDecl) int { return a.pos - b.pos })
+		out := make([]*component, len(rs))
+		for i, r := range rs {
+			if r.pos != i {
+				if i > 0 && rs[i-1].pos == r.pos {
+					return nil, fail(r.comp.f.goName, index, "%s position %d is declared twice (also by %s)", part, r.pos, rs[i-1].comp.f.goName)
+				}
+				return nil, fail(r.comp.f.goName, index, "%s positions must be 0, 1, 2, ... without gaps; position %d is missing", part, i)
+			}
+			for _, prev := range out[:i] {
+				if prev.f == r.comp.f {
+					return nil, fail(r.comp.f.goName, index, "the field appears twice in the %s", part)
+				}
+			}
+			out[i] = r.comp
+		}
+		return out, nil
+	}
+
+	all := append([]*indexDecl{tableDecl}, decls...)
+	for _, d := range all {
+		def := d.def
+		pkComps, err := ordered(def.name, "pk")
+		if err != nil {
+			return nil, err
+		}
+		skComps, err := ordered(def.name, "sk")
+		if err != nil {
+			return nil, err
+		}
+		if def.kind == LSI {
+			if len(pkComps) > 0 {
+				return nil, fail(pkComps[0].f.goName, def.name, "an LSI shares the base table's partition key; declare only its sort components")
+			}
+			if d.pkName != "" {
+				return nil, fail("", def.name, "an LSI shares the base table's partition key; remove pk=%s", d.pkName)
+			}
+			if len(skComps) == 0 {
+				return nil, fail("", def.name, "an LSI needs at least one sort component")
+			}
+			def.pk = s.base.pk
+		} else {
+			if len(pkComps) == 0 {
+				what := "index"
+				if def.kind == BaseTable {
+					what = "base table"
+				}
+				return nil, fail("", def.name, "the %s has no partition component: tag a field with %s", what, roleTag(def.name, "pk"))
+			}
+			pkName := d.pkName
+			if def.kind == IndexTable && pkName == "" && !nativeOK(pkComps) {
+				pkName = "_pk" // the documented default for an index table's composite partition key
+			}
+			def.pk, err = s.keyAttr(def, "pk", pkName, pkComps, nil)
+			if err != nil {
+				return nil, err
+			}
+		}
+		var suffix []*component
+		if def.kind != BaseTable {
+			suffix = baseSuffix(s.base, pkComps, skComps, def.pk)
+		}
+		switch {
+		case def.kind == IndexTable && len(skComps)+len(suffix) > 0:
+			name := d.skName
+			if name == "" {
+				name = "_sk"
+			}
+			def.sk, err = s.keyAttr(def, "sk", name, skComps, suffix)
+		case len(skComps) > 0 && d.skName == "" && nativeOK(skComps):
+			def.sk, err = s.keyAttr(def, "sk", "", skComps, nil)
+		case len(skComps) > 0:
+			if def.kind == BaseTable {
+				suffix = nil // the base key is unique by itself
+			}
+			def.sk, err = s.keyAttr(def, "sk", d.skName, skComps, suffix)
+		case d.skName != "":
+			err = fail("", def.name, "sk=%s is declared but no field has the role %s", d.skName, roleTag(def.name, "sk"))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if def.physical == "" {
+			switch def.kind {
+			case IndexTable:
+				def.physical = s.table + "-" + def.name
+			default:
+				def.physical = def.name
+			}
+		}
+		if !physicalName.MatchString(def.physical) {
+			return nil, fail("", def.name, "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", def.physical)
+		}
+		def.slots = slotsOf(def, s.base)
+	}
+	if err := s.checkAttributeNames(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// baseSuffix lists the base key components that an index key must append to
+// be unique and totally ordered: those not already among its own components.
+func baseSuffix(base *keyDef, pk, sk []*component, pkAttr *keyAttr) []*component {
+	have := map[*field]bool{}
+	for _, c := range append(slices.Clone(pk), sk...) {
+		have[c.f] = true
+	}
+	if pkAttr == base.pk { // an LSI: the partition is the base partition
+		for _, c := range base.pk.parts {
+			have[c.f] = true
+		}
+	}
+	var out []*component
+	for _, k := range []*keyAttr{base.pk, base.sk} {
+		if k == nil {
+			continue
+		}
+		for _, c := range k.parts {
+			if !have[c.f] {
+				have[c.f] = true
+				out = append(out, &component{f: c.f, enc: c.f.canon})
+			}
+		}
+	}
+	return out
+}
+
+// nativeOK reports whether comps can be stored as the model attribute itself:
+// one component, no label, its default format, and a type DynamoDB compares as
+// the component orders.
+func nativeOK(comps []*component) bool {
+	if len(comps) != 1 {
+		return false
+	}
+	c := comps[0]
+	if c.label != "" || c.enc.width != 0 {
+		return false
+	}
+	switch c.enc.kind {
+	case encString, encBytes, encInt, encUint, encFloat:
+		return true
+	}
+	return false
+}
+
+func (s *schema) keyAttr(def *keyDef, part, name string, comps, suffix []*component) (*keyAttr, error) {
+	k := &keyAttr{attr: name, parts: comps, suffix: suffix, scalar: types.ScalarAttributeTypeS, partition: part == "pk"}
+	if name != "" {
+		return k, nil
+	}
+	if !nativeOK(comps) {
+		c := comps[0]
+		why := "a composite key"
+		switch {
+		case len(comps) == 1 && c.label != "":
+			why = "a labelled key"
+		case len(comps) == 1 && c.enc.width != 0:
+			why = "a fixed-width key"
+		case len(comps) == 1 && c.enc.kind == encTime:
+			why = "a time.Time key (attributevalue's RFC 3339 text does not sort chronologically)"
+		case len(comps) == 1:
+			why = "a " + c.f.typ.String() + " key"
+		}
+		where := "IndexSpec"
+		if def.kind == BaseTable {
+			where = "TableSpec"
+		}
+		return nil, &DeclarationError{Model: s.model, Index: def.name,
+			Rule: fmt.Sprintf("%s needs a derived attribute to hold it: add %s=ATTR to the %s tag", why, part, where)}
+	}
+	c := comps[0]
+	k.native, k.attr = true, c.f.attr
+	switch {
+	case c.enc.isNumber():
+		k.scalar = types.ScalarAttributeTypeN
+	case c.enc.kind == encBytes:
+		k.scalar = types.ScalarAttributeTypeB
+	}
+	return k, nil
+}
+
+// slotsOf lists the fields that a position in def names, in a stable order:
+// the index's partition, sort and suffix components, then any base key fields
+// not yet named.
+func slotsOf(def, base *keyDef) []*field {
+	var out []*field
+	add := func(k *keyAttr) {
+		if k == nil {
+			return
+		}
+		for _, c := range append(slices.Clone(k.parts), k.suffix...) {
+			if !slices.Contains(out, c.f) {
+				out = append(out, c.f)
+			}
+		}
+	}
+	add(def.pk)
+	add(def.sk)
+	add(base.pk)
+	add(base.sk)
+	return out
+}
+
+func (s *schema) checkAttributeNames() error {
+	owner := map[string]string{}
+	claim := func(attr, who string) error {
+		if prev, ok := owner[attr]; ok && prev != who {
+			return &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is used both by %s and by %s", attr, prev, who)}
+		}
+		owner[attr] = who
+		return nil
+	}
+	for _, def := range append([]*keyDef{s.base}, s.indexes...) {
+		for _, k := range []*keyAttr{def.pk, def.sk} {
+			if k == nil || k.native || (def.kind == LSI && k == s.base.pk) {
+				continue // an LSI's partition key is the base table's, checked there
+			}
+			who := "the derived " + def.label() + " key"
+			if s.attrs[k.attr] {
+				return &DeclarationError{Model: s.model, Index: def.name, Rule: fmt.Sprintf("derived key attribute %q collides with a model attribute", k.attr)}
+			}
+			if def.kind == IndexTable {
+				continue // lives in its own table
+			}
+			if err := claim(k.attr, who); err != nil {
+				return err
+			}
+		}
+		if def.pk != nil && def.sk != nil && def.pk.attr == def.sk.attr {
+			return &DeclarationError{Model: s.model, Index: def.name, Rule: fmt.Sprintf("partition and sort key are both %q", def.pk.attr)}
+		}
+		for _, a := range def.project {
+			if !s.attrs[a] {
+				return &DeclarationError{Model: s.model, Index: def.name, Rule: fmt.Sprintf("project= names %q, which is not a model attribute", a)}
+			}
+		}
+	}
+	return nil
+}
+
+func (d *keyDef) label() string {
+	if d.kind == BaseTable {
+		return "base table"
+	}
+	return d.name
+}
+
+func roleTag(index, part string) string {
+	if index == "" {
+		return `ddbindex:"` + part + `"`
+	}
+	return `ddbindex:"` + index + "." + part + `"`
+}
+
+// parseRole reads one role: [INDEX.]pk|sk[:POS][,label=L][,width=N][,format=F].
+func parseRole(role string, f *field) (roleDecl, error) {
+	words := strings.Split(role, ",")
+	target := strings.TrimSpace(words[0])
+	r := roleDecl{}
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		r.index, target = target[:i], target[i+1:]
+		if r.index == "" {
+			return r, fmt.Errorf("role %q names an empty index", role)
+		}
+	}
+	part, pos, hasPos := strings.Cut(target, ":")
+	if part != "pk" && part != "sk" {
+		return r, fmt.Errorf("role %q: want pk or sk, optionally INDEX.pk or INDEX.sk, with :POSITION", role)
+	}
+	r.part = part
+	if hasPos {
+		n, err := strconv.Atoi(pos)
+		if err != nil || n < 0 || n > 64 {
+			return r, fmt.Errorf("role %q: position %q is not a number from 0 to 64", role, pos)
+		}
+		r.pos = n
+	}
+	var label, format string
+	var width int
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(strings.TrimSpace(w), "=")
+		switch k {
+		case "label":
+			if v == "" {
+				return r, fmt.Errorf("role %q: label= needs a value", role)
+			}
+			label = v
+		case "width":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return r, fmt.Errorf("role %q: width=%q is not a number", role, v)
+			}
+			width = n
+		case "format":
+			format = v
+		default:
+			return r, fmt.Errorf("role %q: unknown option %q (want label=, width= or format=)", role, w)
+		}
+	}
+	enc, err := newEncoder(f.typ, width, format)
+	if err != nil {
+		return r, fmt.Errorf("role %q: %w", role, err)
+	}
+	r.comp = &component{f: f, enc: enc, label: label}
+	return r, nil
+}
+
+// attrName returns the attribute name attributevalue uses for a field,
+// whether it is omitted when empty, and whether it is not stored at all.
+func attrName(sf reflect.StructField) (name string, omitEmpty, skip bool) {
+	name, skip, opts := avTag(sf)
+	if skip {
+		return "", false, true
+	}
+	if name == "" {
+		name = sf.Name
+	}
+	return name, opts["omitempty"], skip
+}
+
+// avTag reads a field's dynamodbav tag as attributevalue does: the name it
+// gives ("" for none), whether the field is skipped (the name "-", with or
+// without options), and the options.
+func avTag(sf reflect.StructField) (name string, skip bool, opts map[string]bool) {
+	tag := sf.Tag.Get("dynamodbav")
+	if tag == "" {
+		return "", false, nil
+	}
+	parts := strings.Split(tag, ",")
+	if parts[0] == "-" {
+		return "", true, nil
+	}
+	opts = map[string]bool{}
+	for _, o := range parts[1:] {
+		opts[o] = true
+	}
+	return parts[0], false, opts
+}
+
+// allTagged lists every field of t, and of the structs it embeds, that has
+// a ddbindex tag and is not a marker, with full index paths.
+func allTagged(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	var walk func(t reflect.Type, index []int, seen []reflect.Type)
+	walk = func(t reflect.Type, index []int, seen []reflect.Type) {
+		if slices.Contains(seen, t) {
+			return
+		}
+		seen = append(seen, t)
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			sf.Index = append(slices.Clone(index), i)
+			if sf.Type == reflect.TypeFor[TableSpec]() || sf.Type == reflect.TypeFor[IndexSpec]() {
+				continue
+			}
+			if _, ok := sf.Tag.Lookup("ddbindex"); ok {
+				out = append(out, sf)
+			}
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if sf.Anonymous && ft.Kind() == reflect.Struct {
+				walk(ft, sf.Index, seen)
+			}
+		}
+	}
+	walk(t, nil, nil)
+	return out
+}
+
+// checkTaggedField explains why a field with a ddbindex tag is not among the
+// attributes attributevalue stores, or returns nil when it is (or when it is
+// part of a name conflict, reported on its own).
+func checkTaggedField(sf reflect.StructField, avs avFieldSet) error {
+	for _, f := range avs.visible {
+		if slices.Equal(f.sf.Index, sf.Index) {
+			return nil
+		}
+	}
+	for _, c := range avs.conflicts {
+		for _, f := range c {
+			if slices.Equal(f.sf.Index, sf.Index) {
+				return nil
+			}
+		}
+	}
+	name, skip, _ := avTag(sf)
+	ft := sf.Type
+	if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	switch {
+	case skip:
+		return errors.New("a field tagged dynamodbav:\"-\" is not stored, so it cannot be a key component")
+	case !sf.IsExported() && !(sf.Anonymous && ft.Kind() == reflect.Struct && name == ""):
+		return errors.New("unexported fields cannot be key components")
+	case sf.Anonymous && ft.Kind() == reflect.Struct && name == "":
+		return errors.New("an embedded struct is not an attribute (attributevalue stores its fields): tag its fields instead")
+	}
+	if w, ok := avs.hidden[indexKey(sf.Index)]; ok {
+		return fmt.Errorf("its attribute %q is hidden by field %s, which attributevalue stores instead (the shallower field, or the tagged one at the same depth, wins)", w.name, w.sf.Name)
+	}
+	return errors.New("attributevalue does not store this field, so it cannot be a key component")
+}
+
+// avTagOptions returns the options of a field's dynamodbav tag.
+func avTagOptions(sf reflect.StructField) map[string]bool {
+	_, _, opts := avTag(sf)
+	return opts
+}
+
+// errSparse reports that an item has no value for a component, so it is not
+// in that index (a sparse index).
+var errSparse = errors.New("component value absent")
+
+// value returns the component's value in a model struct, or errSparse.
+func (f *field) value(v reflect.Value) (reflect.Value, error) {
+	fv, err := v.FieldByIndexErr(f.index)
+	if err != nil {
+		return reflect.Value{}, errSparse
+	}
+	if f.ptr {
+		if fv.IsNil() {
+			return reflect.Value{}, errSparse
+		}
+		fv = fv.Elem()
+	} else if f.omitEmpty && fv.IsZero() {
+		return reflect.Value{}, errSparse
+	}
+	return fv, nil
+}
+
+// ---- attributes as attributevalue sees them ----------------------------------
+
+// The functions below list a model's attributes exactly as attributevalue's encoder
+// does (its enumFields and dominantField, which follow encoding/json): which
+// struct fields become attributes, under which names, and which are left
+// out. The declaration parser builds on this list, so that a key component
+// is always an attribute the base item really holds.
+
+// avField is one struct field that attributevalue considers, with the name
+// it would store it under.
+type avField struct {
+	sf      reflect.StructField // Index is the full path from the model type
+	name    string
+	fromTag bool // the name comes from a dynamodbav tag
+}
+
+// avFieldSet is attributevalue's view of a struct type.
+type avFieldSet struct {
+	// visible are the fields attributevalue marshals, in field order.
+	visible []avField
+	// conflicts are groups of same-named fields that annihilate each other:
+	// attributevalue marshals none of them.
+	conflicts [][]avField
+	// hidden maps the index path of a field that loses to a dominant
+	// same-named one to that field.
+	hidden map[string]avField
+}
+
+func indexKey(index []int) string {
+	var b strings.Builder
+	for i, x := range index {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
+}
+
+// avFieldsOf enumerates t's fields as attributevalue.unionStructFields does
+// with the default tag key: breadth first through anonymous structs, a type
+// explored once, then per name the dominant field (the shallowest; at equal
+// depth the only tagged one; else none).
+func avFieldsOf(t reflect.Type) avFieldSet {
+	type queued struct {
+		typ   reflect.Type
+		index []int
+	}
+	var fields []avField
+	current := []queued{}
+	next := []queued{{typ: t}}
+	var count map[reflect.Type]int // how often each type in current was queued
+	nextCount := map[reflect.Type]int{}
+	visited := map[reflect.Type]bool{}
+	for len(next) > 0 {
+		current, next = next, current[:0]
+		count, nextCount = nextCount, map[reflect.Type]int{}
+		for _, q := range current {
+			if visited[q.typ] {
+				continue
+			}
+			visited[q.typ] = true
+			for i := 0; i < q.typ.NumField(); i++ {
+				sf := q.typ.Field(i)
+				if sf.PkgPath != "" && !sf.Anonymous {
+					continue // unexported
+				}
+				name, skip, _ := avTag(sf)
+				if skip {
+					continue
+				}
+				ft := sf.Type
+				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				sf.Index = append(slices.Clone(q.index), i)
+				if !sf.Anonymous || name != "" || ft.Kind() != reflect.Struct {
+					f := avField{sf: sf, name: sf.Name}
+					if name != "" {
+						f.name, f.fromTag = name, true
+					}
+					fields = append(fields, f)
+					if count[q.typ] > 1 {
+						// The type was embedded more than once at this
+						// depth: a second copy makes the name conflict.
+						fields = append(fields, f)
+					}
+					continue
+				}
+				nextCount[ft]++
+				if nextCount[ft] == 1 {
+					next = append(next, queued{typ: ft, index: sf.Index})
+				}
+			}
+		}
+	}
+	// By name, then depth, then tagged first, then index order.
+	slices.SortStableFunc(fields, func(a, b avField) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		if c := len(a.sf.Index) - len(b.sf.Index); c != 0 {
+			return c
+		}
+		if a.fromTag != b.fromTag {
+			if a.fromTag {
+				return -1
+			}
+			return 1
+		}
+		return slices.Compare(a.sf.Index, b.sf.Index)
+	})
+	set := avFieldSet{hidden: map[string]avField{}}
+	for i := 0; i < len(fields); {
+		j := i + 1
+		for j < len(fields) && fields[j].name == fields[i].name {
+			j++
+		}
+		group := fields[i:j]
+		i = j
+		if len(group) == 1 {
+			set.visible = append(set.visible, group[0])
+			continue
+		}
+		winner, ok := dominant(group)
+		if !ok {
+			set.conflicts = append(set.conflicts, uniqueFields(group))
+			continue
+		}
+		set.visible = append(set.visible, winner)
+		for _, f := range group {
+			if !slices.Equal(f.sf.Index, winner.sf.Index) {
+				set.hidden[indexKey(f.sf.Index)] = winner
+			}
+		}
+	}
+	slices.SortFunc(set.visible, func(a, b avField) int { return slices.Compare(a.sf.Index, b.sf.Index) })
+	return set
+}
+
+// dominant picks the field that wins among same-named ones, as
+// attributevalue's dominantField does; ok is false when none does.
+func dominant(group []avField) (avField, bool) {
+	depth := len(group[0].sf.Index)
+	tagged := -1
+	for i, f := range group {
+		if len(f.sf.Index) > depth {
+			group = group[:i]
+			break
+		}
+		if f.fromTag {
+			if tagged >= 0 {
+				return avField{}, false
+			}
+			tagged = i
+		}
+	}
+	if tagged >= 0 {
+		return group[tagged], true
+	}
+	if len(group) > 1 {
+		return avField{}, false
+	}
+	return group[0], true
+}
+
+// uniqueFields drops the copies enumeration adds for types embedded twice.
+func uniqueFields(group []avField) []avField {
+	var out []avField
+	for _, f := range group {
+		if !slices.ContainsFunc(out, func(g avField) bool { return slices.Equal(f.sf.Index, g.sf.Index) }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package ddbindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Delete removes the item with item's key. A model declared softdelete is
+// marked deleted (DeletedAttr true, TTLAttr set a Retention ahead) instead of
+// removed. With a version field, the stored version must equal item's. In
+// write-through mode the index entries become tombstones in the same
+// transaction. Deleting an item that does not exist is not an error, unless
+// a version is expected.
+func (t *Table[T]) Delete(ctx context.Context, item T) error {
+	expected := t.version(&item)
+	if t.s.version != nil && expected == 0 {
+		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
+	}
+	p, err := t.prepare(&item, false)
+	if err != nil {
+		return err
+	}
+	var old map[string]types.AttributeValue
+	if t.writeThrough() {
+		if old, err = t.current(ctx, p.key); err != nil {
+			return err
+		}
+		if old == nil && t.s.version == nil {
+			return nil
+		}
+	}
+	cond, what, hasCond := t.guard(expected, old, t.writeThrough())
+	var base action
+	var token string
+	if t.s.softDelete {
+		upd := expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
+			Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
+		if t.s.version != nil {
+			upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
+		}
+		if !hasCond {
+			cond, what, hasCond = expression.Name(t.s.base.pk.attr).AttributeExists(), "the item exists", true
+		}
+		if !t.writeThrough() {
+			token = newToken()
+			upd, cond = t.withToken(upd, cond, token)
+		}
+		b := expression.NewBuilder().WithUpdate(upd)
+		b = b.WithCondition(cond)
+		expr, err := b.Build()
+		if err != nil {
+			return fmt.Errorf("ddbindex: %w", err)
+		}
+		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
+			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}}
+	} else {
+		del := &types.Delete{TableName: aws.String(t.TableName()), Key: p.key}
+		if hasCond {
+			expr, err := expression.NewBuilder().WithCondition(cond).Build()
+			if err != nil {
+				return fmt.Errorf("ddbindex: %w", err)
+			}
+			del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+			del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		}
+		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Delete: del}}
+	}
+	if !t.writeThrough() {
+		// Our own write, applied by an attempt whose answer was lost: a
+		// soft delete finds its token; a hard delete finds the item gone,
+		// which only a retried call may take for its own doing.
+		ours := func(cur map[string]types.AttributeValue) bool { return cur == nil }
+		if t.s.softDelete {
+			ours = func(cur map[string]types.AttributeValue) bool { return t.hasToken(cur, token) }
+		}
+		err := t.single(ctx, "delete", base, expected, ours)
+		if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
+			// The only condition was that the item exists (so that the
+			// update does not create it): a missing item is no error.
+			return nil
+		}
+		return err
+	}
+	idx, err := t.indexActions(Change{Old: old, Version: t.changeVersion(expected + 1)})
+	if err != nil {
+		return err
+	}
+	return t.transact(ctx, "delete", append([]action{base}, idx...))
+}

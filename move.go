@@ -1,0 +1,85 @@
+package ddbindex
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Move changes an item's key values: one TransactWriteItems deletes the item
+// at from's key (condition: it exists, with from's version when the model has
+// a version field) and puts to at its key (condition: nothing is there), plus
+// the index-table writes in write-through mode. It returns to as written
+// (with the version from's plus one). A move to the same key is refused with
+// ErrInvalidWrite (use Put), and so is a move from version 0 of a model with a
+// version field. A lost condition is a *ConflictError naming it.
+//
+// DynamoDB cannot update a key attribute in place; Move is how a ticket whose
+// status is part of its sort key changes status.
+func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
+	expected := t.version(&from)
+	if t.s.version != nil && expected == 0 {
+		// Without it the move would go unchecked and write version 1,
+		// taking the item's version back.
+		return to, writeErr("Move of %s needs the item's current version (it is 0)", t.s.model)
+	}
+	pf, err := t.prepare(&from, false)
+	if err != nil {
+		return to, err
+	}
+	t.setVersion(&to, expected+1)
+	pt, err := t.prepare(&to, true)
+	if err != nil {
+		return to, err
+	}
+	if sameAttrs(pf.key, pt.key, "") {
+		return to, writeErr("Move of %s to the same key %s: use Put", t.s.model, keyString(pt.key))
+	}
+	var old map[string]types.AttributeValue
+	if t.writeThrough() {
+		if old, err = t.current(ctx, pf.key); err != nil {
+			return to, err
+		}
+		if old == nil {
+			return to, &ConflictError{Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " exists"}}
+		}
+	}
+	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
+	what := "the old key " + keyString(pf.key) + " exists"
+	if g, gwhat, ok := t.guard(expected, old, t.writeThrough()); ok {
+		cond, what = cond.And(g), what+" and "+gwhat
+	}
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return to, fmt.Errorf("ddbindex: %w", err)
+	}
+	acts := []action{{cond: what, found: t.foundFor("move", expected), item: types.TransactWriteItem{Delete: &types.Delete{
+		TableName: aws.String(t.TableName()), Key: pf.key, ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}}}
+	put, err := t.putAction(pt.av, expression.Name(t.s.base.pk.attr).AttributeNotExists(), "the new key "+keyString(pt.key)+" is free",
+		func(cur map[string]types.AttributeValue) string {
+			return "found " + t.state(cur) + " there: another item holds the new key; move to another key, or remove that item first"
+		})
+	if err != nil {
+		return to, err
+	}
+	acts = append(acts, put...)
+	if t.writeThrough() {
+		version := t.changeVersion(expected + 1)
+		gone, err := t.indexActions(Change{Old: old, Version: version})
+		if err != nil {
+			return to, err
+		}
+		came, err := t.indexActions(Change{New: pt.av, Version: version})
+		if err != nil {
+			return to, err
+		}
+		acts = append(append(acts, gone...), came...)
+	}
+	return to, t.transact(ctx, "move", acts)
+}
