@@ -309,23 +309,6 @@ func (d *layout) textOf(pos position) func(*field) string {
 	}
 }
 
-// storedKeys lists the physical key attributes of a d entry: its own and,
-// for a GSI or LSI, the base table's.
-func (d *layout) storedKeys() []*keyAttr {
-	keys := []*keyAttr{d.pk}
-	if d.sk != nil {
-		keys = append(keys, d.sk)
-	}
-	if d.kind == GSI || d.kind == LSI {
-		for _, k := range []*keyAttr{d.schema.base.pk, d.schema.base.sk} {
-			if k != nil && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys
-}
-
 // positionOf reads the position of an item (or a LastEvaluatedKey) returned
 // by a query of d, from its physical key attributes.
 func (d *layout) positionOf(item map[string]types.AttributeValue) (position, error) {
@@ -342,7 +325,7 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 		pos[i], seen[i] = t, true
 		return nil
 	}
-	for _, k := range d.storedKeys() {
+	for _, k := range d.stored {
 		if err := k.decode(item[k.attr], set); err != nil {
 			return nil, err
 		}
@@ -358,7 +341,7 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 // startKey builds the ExclusiveStartKey for a position in d.
 func (d *layout) startKey(pos position) (map[string]types.AttributeValue, error) {
 	text := d.textOf(pos)
-	keys := d.storedKeys()
+	keys := d.stored
 	out := make(map[string]types.AttributeValue, len(keys))
 	for _, k := range keys {
 		av, err := k.physical(text)
@@ -421,7 +404,7 @@ func (d *layout) keyValues(texts keyTexts) (vals map[string]types.AttributeValue
 		}
 		for _, c := range k.components() {
 			if _, has := texts.get(c.f); !has {
-				if d.kind == BaseTable {
+				if d == d.schema.base {
 					return nil, false, fmt.Errorf("%s: key field %s has no value", d.schema.model, c.f.goName)
 				}
 				return nil, false, nil
