@@ -38,6 +38,8 @@ type Query[T any] struct {
 	maxUnits    float64
 	deleted     bool // include tombstones
 	report      *Stats
+	via         Kind // the form Via chose, when hasVia
+	hasVia      bool
 }
 
 // DefaultPageSize is the Limit of a Page call that sets none.
@@ -230,6 +232,9 @@ func appendAV(b []byte, v types.AttributeValue) []byte {
 func (q Query[T]) plan() (*plan, error) {
 	d, err := q.t.index(q.index)
 	if err != nil {
+		return nil, err
+	}
+	if d, err = q.form(d); err != nil {
 		return nil, err
 	}
 	return q.planFor(d)
