@@ -116,15 +116,15 @@ type keyAttr struct {
 // one kind; its own type= is the form reads use.
 type declaration struct {
 	schema   *schema
-	name     string // logical name; "" for the base table
-	kind     Kind   // the declared type (BaseTable for the TableSpec)
-	spec     string // the Go field of the spec, for errors
-	physical string // the TableSpec's table name
+	name     string          // logical name; "" for the base table
+	kind     Kind            // the declared type (BaseTable for the TableSpec)
+	spec     string          // the Go field of the spec, for errors
+	physical string          // the TableSpec's table name
 	names    map[Kind]string // the physical name of each form: name= for the declared type, gsi=, lsi=, table=
 	keep     Kind            // keep=: the form kept besides the declared one; noKind for none
 	forms    []*layout       // the layout of each form: the declared type's, then the kept form's
-	pkName   string // pk=
-	skName   string // sk=
+	pkName   string          // pk=
+	skName   string          // sk=
 	pk, sk   []*component
 	project  []string // nil means all
 	keysOnly bool
@@ -138,13 +138,13 @@ type schema struct {
 	model      string
 	table      string
 	softDelete bool
-	base       *layout   // the base table's layout
-	indexes    []*layout // every form of every index: the declared type's and any kept form's
+	base       *layout            // the base table's layout
+	indexes    []*layout          // every form of every index: the declared type's and any kept form's
 	byName     map[string]*layout // each index's declared form
-	attrs      map[string]bool // every attribute the model marshals
-	attrList   []string        // the same, in field order
-	fields     []*field        // the key fields, each at its ord
-	version    *versionField   // the field tagged ddbindex:"version", if any
+	attrs      map[string]bool    // every attribute the model marshals
+	attrList   []string           // the same, in field order
+	fields     []*field           // the key fields, each at its ord
+	version    *versionField      // the field tagged ddbindex:"version", if any
 }
 
 // versionField is the model's version attribute: an integer that every

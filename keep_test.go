@@ -254,7 +254,6 @@ func TestKeepWritesBothForms(t *testing.T) {
 	assert.Contains(t, err.Error(), "keep=table")
 }
 
-
 // The routing rules, in order: Via, RouteFunc, the control table, the
 // static routes, the declared type; a route to a form not kept is ignored.
 func TestRouting(t *testing.T) {

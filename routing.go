@@ -252,7 +252,7 @@ func (rt *routeTable) refresh(ctx context.Context, t routeSource) error {
 }
 
 func (t *Table[T]) controlTable() string { return t.opts.ControlTable }
-func (t *Table[T]) now() time.Time      { return t.opts.Now() }
+func (t *Table[T]) now() time.Time       { return t.opts.Now() }
 func (t *Table[T]) refreshInterval() time.Duration {
 	if t.opts.RouteRefresh > 0 {
 		return t.opts.RouteRefresh
