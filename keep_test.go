@@ -6,7 +6,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -370,4 +372,192 @@ func TestRouting(t *testing.T) {
 	require.ErrorIs(t, err, ErrDeclaration)
 	_, err = New[kpStep1](f.c, func(o *Options) { o.Routes = map[string]Route{"by_status": {To: IndexTable, Percent: 120}} })
 	require.ErrorIs(t, err, ErrDeclaration)
+}
+
+// kpSeed writes items to the base table (with the GSI's attributes) and to
+// the index table, without transactions or a stream.
+func kpSeed(t *testing.T, f kpFleet, items ...kpStep1) {
+	t.Helper()
+	putBase(t, f.s1, items...)
+	for _, it := range items {
+		putEntry(t, f.s2, "by_status", kpStep2(it), false)
+	}
+}
+
+// kpDeleteEntry deletes the entry of it from the index table, leaving the base item.
+func kpDeleteEntry(t *testing.T, f kpFleet, it kpStep1) {
+	t.Helper()
+	d := f.s2.s.byName["by_status"]
+	e, err := f.s2.entryOf(d, kpStep2(it), "1")
+	require.NoError(t, err)
+	key := map[string]types.AttributeValue{}
+	for _, k := range d.stored {
+		key[k.attr] = e[k.attr]
+	}
+	out, err := f.c.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(f.s2.tableOf(d)), Key: key, ReturnValues: "ALL_OLD"})
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Attributes, "the entry to delete exists")
+}
+
+// Shadow reads find every kind of mismatch, report nothing on a clean run,
+// tell a mismatch that a re-check no longer finds (a GSI catching up) from
+// one it finds again, and never hold up the call they shadow.
+func TestShadowReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []Mismatch
+	recheck := make(chan func(), 1) // a repair to make while the re-check waits
+	f := newKPFleet(t)
+	shadowed, err := New[kpStep1](f.c, func(o *Options) {
+		o.TableName = f.s1.opts.TableName
+		o.Shadow = &ShadowOptions{
+			Rate: 1,
+			OnMismatch: func(m Mismatch) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, m)
+			},
+			Sleep: func(ctx context.Context, d time.Duration) error {
+				select {
+				case fix := <-recheck:
+					fix()
+				default:
+				}
+				return nil
+			},
+		}
+	})
+	require.NoError(t, err)
+	item := func(team, id, status string, created int64) kpStep1 {
+		return kpStep1{ID: team + "-" + id, Team: team, Status: status, Created: created}
+	}
+	for _, team := range []string{"clean", "missing", "extra", "order", "boundary", "leak", "transient"} {
+		kpSeed(t, f, item(team, "a", "open", 1), item(team, "b", "open", 2), item(team, "c", "pending", 3))
+	}
+	deleteEntry := func(it kpStep1) { kpDeleteEntry(t, f, it) }
+	// missing: the table lost an entry.
+	deleteEntry(item("missing", "b", "open", 2))
+	// extra: the table holds a live item of another partition here.
+	putEntry(t, f.s2, "by_status", kpStep2(item("extra", "a", "closed", 9)), false)
+	// order: the table's entries of a and c swapped places.
+	deleteEntry(item("order", "a", "open", 1))
+	deleteEntry(item("order", "c", "pending", 3))
+	putEntry(t, f.s2, "by_status", kpStep2{ID: "order-a", Team: "order", Status: "pending", Created: 3}, false)
+	putEntry(t, f.s2, "by_status", kpStep2{ID: "order-c", Team: "order", Status: "open", Created: 1}, false)
+	// boundary: an entry after the page's last item, of a live item.
+	putEntry(t, f.s2, "by_status", kpStep2(item("boundary", "zz", "zzz", 9)), false)
+	putBase(t, f.s1, item("elsewhere", "x", "open", 1))
+	putEntry(t, f.s2, "by_status", kpStep2{ID: "elsewhere-x", Team: "boundary", Status: "zzz", Created: 9}, false)
+	deleteEntry(item("boundary", "zz", "zzz", 9))
+	// leak: the base item is gone, its entry lives on.
+	_, err = f.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.s1.TableName()), Key: map[string]types.AttributeValue{"id": avS("leak-b")}})
+	require.NoError(t, err)
+
+	page := func(team string, limit int) {
+		t.Helper()
+		p, err := shadowed.Query("by_status", team).Limit(limit).Page(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, p.Items)
+		require.NoError(t, shadowed.WaitShadows(ctx))
+	}
+	last := func() Mismatch {
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, got)
+		return got[len(got)-1]
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+
+	page("clean", 10)
+	assert.Equal(t, 0, count(), "a clean run reports nothing")
+	for _, tc := range []struct {
+		team  string
+		limit int
+		kind  MismatchKind
+	}{
+		{"missing", 10, MismatchMissing},
+		{"extra", 10, MismatchExtra},
+		{"order", 10, MismatchOrder},
+		{"boundary", 3, MismatchPageBoundary},
+		{"leak", 10, MismatchTombstone},
+	} {
+		n := count()
+		page(tc.team, tc.limit)
+		require.Equal(t, n+1, count(), tc.team)
+		m := last()
+		assert.Equal(t, tc.kind, m.Kind, "%s: %+v", tc.team, m)
+		assert.Equal(t, GSI, m.Served)
+		assert.Equal(t, IndexTable, m.Shadow)
+		assert.Contains(t, m.Query, tc.team)
+		t.Logf("%s: %s: %s %v", tc.team, m.Kind, m.Detail, m.Keys)
+	}
+
+	// A mismatch the re-check no longer finds is transient, and not reported.
+	deleteEntry(item("transient", "a", "open", 1))
+	recheck <- func() { putEntry(t, f.s2, "by_status", kpStep2(item("transient", "a", "open", 1)), false) }
+	n := count()
+	page("transient", 10)
+	assert.Equal(t, n, count(), "a transient mismatch is counted, not reported")
+
+	r, err := shadowed.Rollout("by_status")
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), r.Shadowed)
+	assert.Equal(t, int64(5), r.Persistent)
+	assert.Equal(t, int64(1), r.Transient)
+	assert.Equal(t, int64(7), r.Forms[GSI].Reads, "the calls, served by the GSI")
+	assert.Zero(t, r.Forms[IndexTable].Reads, "shadow reads are not reads served")
+	assert.GreaterOrEqual(t, r.Forms[IndexTable].ShadowReads, int64(7))
+	assert.False(t, r.Forms[GSI].LastRead.IsZero())
+	assert.True(t, r.Forms[IndexTable].LastRead.IsZero(), "no call was served by the table")
+}
+
+// The caller's call returns without waiting for its shadow read, and a call
+// sampled when the concurrency or the read-unit budget is spent is skipped.
+func TestShadowReadsDoNotHoldTheCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newKPFleet(t)
+	kpSeed(t, f, kpStep1{ID: "a", Team: "T", Status: "open", Created: 1})
+	kpDeleteEntry(t, f, kpStep1{ID: "a", Team: "T", Status: "open", Created: 1})
+	release := make(chan struct{})
+	waiting := make(chan struct{}, 1)
+	tb, err := New[kpStep1](f.c, func(o *Options) {
+		o.TableName = f.s1.opts.TableName
+		o.Shadow = &ShadowOptions{Rate: 1, MaxConcurrent: 1, Sleep: func(ctx context.Context, d time.Duration) error {
+			waiting <- struct{}{}
+			<-release
+			return nil
+		}}
+	})
+	require.NoError(t, err)
+	p, err := tb.Query("by_status", "T").Page(ctx)
+	require.NoError(t, err, "the call returns while its shadow read waits")
+	require.Len(t, p.Items, 1)
+	<-waiting // the shadow read found the mismatch and waits to re-check
+	_, err = tb.Query("by_status", "T").Page(ctx)
+	require.NoError(t, err)
+	r, err := tb.Rollout("by_status")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Skipped, "the one shadow slot is busy")
+	close(release)
+	require.NoError(t, tb.WaitShadows(ctx))
+	r, err = tb.Rollout("by_status")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Persistent)
+
+	budget, err := New[kpStep1](f.c, func(o *Options) {
+		o.TableName = f.s1.opts.TableName
+		o.Shadow = &ShadowOptions{Rate: 1, MaxReadUnits: 0.001} // one unit, then one per 1,000 s
+	})
+	require.NoError(t, err)
+	for range 3 {
+		_, err = budget.Query("by_status", "T").Page(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, budget.WaitShadows(ctx))
+	r, err = budget.Rollout("by_status")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Shadowed)
+	assert.Equal(t, int64(2), r.Skipped)
 }

@@ -40,6 +40,7 @@ type Query[T any] struct {
 	report      *Stats
 	via         Kind // the form Via chose, when hasVia
 	hasVia      bool
+	shadow      bool // a shadow read: counted apart, never shadowed itself
 }
 
 // DefaultPageSize is the Limit of a Page call that sets none.
@@ -237,7 +238,11 @@ func (q Query[T]) plan() (*plan, error) {
 	if d, err = q.form(d); err != nil {
 		return nil, err
 	}
-	return q.planFor(d)
+	p, err := q.planFor(d)
+	if err == nil {
+		q.t.rollout.call(d, q.shadow, q.t.opts.Now())
+	}
+	return p, err
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
@@ -393,6 +398,9 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 	page, err := fill[T](ctx, q, p, limit, true)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
+	}
+	if err == nil {
+		q.t.shadowPage(q, p.def, page)
 	}
 	return page, err
 }

@@ -106,6 +106,10 @@ type Options struct {
 	// RouteRefresh is how often the routes are re-read from the control
 	// table, in the background. Default 30 seconds.
 	RouteRefresh time.Duration
+	// Shadow, when set with a Rate, compares a sampled share of the Page
+	// calls on an index that keeps two forms with the same page read on
+	// the other form, in the background (see ShadowOptions).
+	Shadow *ShadowOptions
 }
 
 func (o *Options) setDefaults() {
@@ -142,7 +146,9 @@ type Table[T any] struct {
 	s      *schema
 	opts   Options
 	memo   *memo // the page fill's memory of live ratios
-	routes *routeTable
+	routes  *routeTable
+	rollout *rollout
+	shadows *shadows
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
@@ -180,7 +186,7 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes: " + err.Error()}
 		}
 	}
-	return &Table[T]{client: client, s: s, opts: o, memo: &memo{}, routes: &routeTable{}}, nil
+	return &Table[T]{client: client, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
 }
 
 // TableName returns the physical name of the base table.
