@@ -142,10 +142,10 @@ func (o *Options) setDefaults() {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	client Client
-	s      *schema
-	opts   Options
-	memo   *memo // the page fill's memory of live ratios
+	client  Client
+	s       *schema
+	opts    Options
+	memo    *memo // the page fill's memory of live ratios
 	routes  *routeTable
 	rollout *rollout
 	shadows *shadows
