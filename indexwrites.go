@@ -47,8 +47,16 @@ type IndexWrite struct {
 //	projected attributes changed, keys the same    → put the entry
 //	nothing the index holds changed                → no write
 //
-// It sends nothing.
-func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
+// It sends nothing. Its errors match [ErrInvalidWrite]: a change that
+// cannot be written (a malformed version, an image that does not fit the
+// model, a key value out of range) fails the same way however often it is
+// tried.
+func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
+	defer func() {
+		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) {
+			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
+		}
+	}()
 	if !isDecimal(c.Version) {
 		return nil, fmt.Errorf("%w: version %q is not a decimal integer", ErrInvalidWrite, c.Version)
 	}
@@ -409,7 +417,7 @@ func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder 
 func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (stale bool, err error) {
 	expr, err := expression.NewBuilder().WithCondition(t.versionCondition(version)).Build()
 	if err != nil {
-		return false, fmt.Errorf("ddbindex: %w", err)
+		return false, writeErr("%w", err)
 	}
 	_, err = t.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(w.Table),

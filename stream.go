@@ -215,14 +215,14 @@ type MemoryCheckpoints struct {
 	seq map[string]string
 }
 
-// Checkpoint implements Checkpoints.
+// Checkpoint returns the shard's checkpoint from memory.
 func (m *MemoryCheckpoints) Checkpoint(_ context.Context, shardID string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.seq[shardID], nil
 }
 
-// SetCheckpoint implements Checkpoints.
+// SetCheckpoint keeps the shard's checkpoint in memory.
 func (m *MemoryCheckpoints) SetCheckpoint(_ context.Context, shardID, seq string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -327,8 +327,8 @@ const (
 // Its methods are safe for concurrent use; passes run one at a time.
 type StreamConsumer[T any] struct {
 	t    *Table[T]
-	api  StreamsAPI
-	cp   Checkpoints
+	api  streamCalls
+	cp   checkpointCalls
 	opts ConsumerOptions
 
 	mu     sync.Mutex // one pass at a time; guards arn and state
@@ -362,7 +362,7 @@ func NewStreamConsumer[T any](t *Table[T], api StreamsAPI, cp Checkpoints, opts 
 		opts.CheckpointEvery = defaultCheckpointEvery
 	}
 	opts.Retry = opts.Retry.withDefaults()
-	return &StreamConsumer[T]{t: t, api: api, cp: cp, opts: opts, state: map[string]*shardState{}}
+	return &StreamConsumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, state: map[string]*shardState{}}
 }
 
 func (c *StreamConsumer[T]) streamARN(ctx context.Context) (string, error) {
@@ -376,7 +376,7 @@ func (c *StreamConsumer[T]) streamARN(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("ddbindex: list streams of %s: %w", c.t.TableName(), err)
 	}
 	if len(out.Streams) == 0 {
-		return "", fmt.Errorf("ddbindex: table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream", c.t.TableName())
+		return "", &SchemaError{Problems: []string{fmt.Sprintf("table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream", c.t.TableName())}}
 	}
 	return aws.ToString(out.Streams[len(out.Streams)-1].StreamArn), nil
 }
@@ -482,7 +482,7 @@ func (c *StreamConsumer[T]) shards(ctx context.Context, arn string) ([]streamtyp
 			return nil, fmt.Errorf("ddbindex: describe stream %s: %w", arn, err)
 		}
 		if out.StreamDescription == nil {
-			return nil, fmt.Errorf("ddbindex: describe stream %s: no stream description in the answer", arn)
+			return nil, &CallError{Op: "DescribeStream", Err: fmt.Errorf("stream %s: no stream description in the answer", arn)}
 		}
 		all = append(all, out.StreamDescription.Shards...)
 		if out.StreamDescription.LastEvaluatedShardId == nil {
@@ -507,7 +507,7 @@ func (c *StreamConsumer[T]) shards(ctx context.Context, arn string) ([]streamtyp
 			ordered = append(ordered, s)
 		}
 		if !progress {
-			return nil, fmt.Errorf("ddbindex: stream %s has a shard cycle", arn)
+			return nil, &CallError{Op: "DescribeStream", Err: fmt.Errorf("stream %s has a shard cycle", arn)}
 		}
 	}
 	return ordered, nil
@@ -649,7 +649,7 @@ func (c *StreamConsumer[T]) iterator(ctx context.Context, in *dynamodbstreams.Ge
 // shard's oldest remaining record.
 func (c *StreamConsumer[T]) gap(ctx context.Context, arn, shard, after string, cause error) (*string, error) {
 	g := StreamGap{StreamARN: arn, ShardID: shard, AfterSequence: after}
-	gerr := &StreamGapError{StreamGap: g, Err: cause}
+	gerr := &StreamGapError{StreamGap: g, Err: sdkError(cause)}
 	if c.opts.OnGap == nil {
 		return nil, gerr
 	}
@@ -965,7 +965,6 @@ type PoisonRecordError struct {
 	PoisonRecord
 }
 
-// Error implements the error interface.
 func (e *PoisonRecordError) Error() string {
 	keys := e.Keys
 	switch {
@@ -983,6 +982,9 @@ func (e *PoisonRecordError) Is(target error) bool { return target == ErrPoisonRe
 
 // Unwrap returns the cause.
 func (e *PoisonRecordError) Unwrap() error { return e.Err }
+
+// Code returns ErrPoisonRecord's code, not the cause's.
+func (e *PoisonRecordError) Code() string { return ErrPoisonRecord.code }
 
 // StreamGap is a range of a shard's records that the stream trimmed (after
 // 24 hours) before the consumer applied them: the records after
@@ -1002,7 +1004,6 @@ type StreamGapError struct {
 	Err error
 }
 
-// Error implements the error interface.
 func (e *StreamGapError) Error() string {
 	after := "from the shard's start"
 	if e.AfterSequence != "" {
@@ -1017,3 +1018,43 @@ func (e *StreamGapError) Is(target error) bool { return target == ErrStreamGap }
 
 // Unwrap returns the cause.
 func (e *StreamGapError) Unwrap() error { return e.Err }
+
+// Code returns ErrStreamGap's code.
+func (e *StreamGapError) Code() string { return ErrStreamGap.code }
+
+// streamCalls is a consumer's DynamoDB Streams client, with every error
+// wrapped in a *CallError (ErrDynamoDB).
+type streamCalls struct{ c StreamsAPI }
+
+func (w streamCalls) ListStreams(ctx context.Context, in *dynamodbstreams.ListStreamsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.ListStreamsOutput, error) {
+	out, err := w.c.ListStreams(ctx, in, optFns...)
+	return out, callErr("ListStreams", in.TableName, nil, err)
+}
+
+func (w streamCalls) DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error) {
+	out, err := w.c.DescribeStream(ctx, in, optFns...)
+	return out, callErr("DescribeStream", nil, nil, err)
+}
+
+func (w streamCalls) GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error) {
+	out, err := w.c.GetShardIterator(ctx, in, optFns...)
+	return out, callErr("GetShardIterator", nil, nil, err)
+}
+
+func (w streamCalls) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	out, err := w.c.GetRecords(ctx, in, optFns...)
+	return out, callErr("GetRecords", nil, nil, err)
+}
+
+// checkpointCalls is a consumer's checkpoint store, with every error
+// wrapped in a *CallError (ErrDynamoDB).
+type checkpointCalls struct{ c Checkpoints }
+
+func (w checkpointCalls) Checkpoint(ctx context.Context, shardID string) (string, error) {
+	seq, err := w.c.Checkpoint(ctx, shardID)
+	return seq, callErr("Checkpoint", nil, nil, err)
+}
+
+func (w checkpointCalls) SetCheckpoint(ctx context.Context, shardID, seq string) error {
+	return callErr("SetCheckpoint", nil, nil, w.c.SetCheckpoint(ctx, shardID, seq))
+}

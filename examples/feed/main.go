@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -146,6 +147,6 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 
 	// A tampered cursor is a client error (HTTP 400), raised before any request.
 	_, err = posts.Query("newest", "global").Desc().After("zz" + cursor[2:]).Page(ctx)
-	fmt.Fprintf(w, "== a tampered cursor: invalid=%t: %v\n", ddbindex.IsInvalidCursor(err), err)
+	fmt.Fprintf(w, "== a tampered cursor: invalid=%t (%s): %v\n", errors.Is(err, ddbindex.ErrInvalidCursor), ddbindex.Code(err), err)
 	return nil
 }
