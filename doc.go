@@ -35,7 +35,9 @@
 // the change that wrote it. [Table.CreateTables] and [Table.CheckSchema]
 // create and verify the tables from the declarations.
 //
-// Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
-// one to map to HTTP 400) and has a stable code ([Code]); the README's error
-// reference says, per code, why it happens and what to do.
+// Every error matches exactly one sentinel with errors.Is ([ErrInvalidCursor]
+// is the one a client's cursor fails with: HTTP 400) and has a stable code
+// ([Code]); a failed call to DynamoDB is a [*CallError] ([ErrDynamoDB]),
+// which unwraps to the SDK's error. The README's error reference says, per
+// code, why it happens, what to do, and the HTTP status it maps to.
 package ddbindex
