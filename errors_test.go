@@ -541,7 +541,7 @@ func FuzzKeyCodecErrors(f *testing.F) {
 	f.Add("open#b42#TICKET$238842", "open", int64(42), 1.5, []byte{0})
 	f.Add("a$ZZ", "\xff", int64(-1), math.NaN(), []byte(nil))
 	f.Add("Z8#", "x#y", int64(0), math.Inf(1), []byte("#"))
-	f.Add("#", "", int64(math.MinInt64), -0.0, []byte{})
+	f.Add("#", "", int64(math.MinInt64), math.Copysign(0, -1), []byte{})
 	check := func(t *testing.T, what string, err error) {
 		t.Helper()
 		if err == nil {
