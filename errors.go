@@ -57,13 +57,21 @@ var (
 	// ErrStreamGap: the stream no longer holds records the consumer had not
 	// applied yet (DynamoDB Streams keeps records for 24 hours), so index
 	// tables may miss changes (code DDBX-700). Backfill the index tables,
-	// then move the checkpoint on.
+	// then move the checkpoint on. The stream package's *GapError matches it.
 	ErrStreamGap = &codedError{"DDBX-700", "stream records were trimmed before they were applied"}
 
 	// ErrPoisonRecord: a stream record whose index writes can never be made,
 	// however often it is retried (code DDBX-701). The error names the
-	// record; a consumer stops on it unless told to skip and report it.
+	// record; a consumer stops on it unless told to skip and report it. The
+	// stream package's *PoisonRecordError matches it.
 	ErrPoisonRecord = &codedError{"DDBX-701", "stream record cannot be applied"}
+
+	// ErrStreamRecord: a malformed stream record: one without a sequence
+	// number, without the images its event needs (the stream's view type is
+	// not NEW_AND_OLD_IMAGES), or with an unknown event or attribute type
+	// (code DDBX-702). It can never be applied, so a consumer treats it as a
+	// poison record.
+	ErrStreamRecord = &codedError{"DDBX-702", "malformed stream record"}
 )
 
 // codedError is a sentinel with a stable code.
@@ -79,8 +87,9 @@ func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.cod
 // err's chain, or "" when there is none.
 func Code(err error) string {
 	// The stream errors come first: they wrap the error that made them,
-	// which may carry a code of its own (a poison record's ErrInvalidWrite).
-	for _, s := range []*codedError{ErrStreamGap, ErrPoisonRecord, ErrDeclaration, ErrInvalidQuery,
+	// which may carry a code of its own (a poison record's ErrInvalidWrite or
+	// ErrStreamRecord).
+	for _, s := range []*codedError{ErrStreamGap, ErrPoisonRecord, ErrStreamRecord, ErrDeclaration, ErrInvalidQuery,
 		ErrInvalidCursor, ErrNoProgress, ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange,
 		ErrTooManyActions, ErrInvalidWrite} {
 		if errors.Is(err, s) {
