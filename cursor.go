@@ -63,7 +63,7 @@ type cursorPos struct {
 type readDigest [8]byte
 
 // encodeCursor mints the cursor for c in d.
-func encodeCursor(d *keyDef, c cursorPos, desc bool, key []byte) string {
+func encodeCursor(d *layout, c cursorPos, desc bool, key []byte) string {
 	n := 2 + stringSize(d.name) + uvarintSize(uint64(len(d.slots)))
 	for i, f := range d.slots {
 		n += stringSize(f.attr) + stringSize(c.at[i])
@@ -169,7 +169,7 @@ func (r *cursorReader) str() (string, string) {
 // minimal varints), the signature, the version, the order, the index, and
 // every field's name, order and form. The caller checks the positions against
 // the query's partition and condition.
-func decodeCursor(d *keyDef, token string, desc bool, o *Options) (cursorPos, error) {
+func decodeCursor(d *layout, token string, desc bool, o *Options) (cursorPos, error) {
 	var none cursorPos
 	if len(token) > o.MaxCursorBytes {
 		return none, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)

@@ -346,7 +346,7 @@ func curxCollect[T any](t testing.TB, q Query[T]) [][]string {
 }
 
 // curxPos is the logical position of item in d.
-func curxPos[T any](t testing.TB, tb *Table[T], d *keyDef, item T) position {
+func curxPos[T any](t testing.TB, tb *Table[T], d *layout, item T) position {
 	t.Helper()
 	texts, err := tb.s.itemTexts(reflect.ValueOf(item))
 	require.NoError(t, err)
@@ -359,7 +359,7 @@ func curxPos[T any](t testing.TB, tb *Table[T], d *keyDef, item T) position {
 	return pos
 }
 
-func curxDef[T any](t testing.TB, tb *Table[T], index string) *keyDef {
+func curxDef[T any](t testing.TB, tb *Table[T], index string) *layout {
 	t.Helper()
 	d, err := tb.index(index)
 	require.NoError(t, err)
@@ -400,7 +400,7 @@ func (r curxRaw) bytes() []byte {
 func curxToken(raw []byte) string { return cursorEncoding.EncodeToString(raw) }
 
 // curxRawOf is the raw form of a real cursor for d at pos.
-func curxRawOf(d *keyDef, pos position, desc bool) curxRaw {
+func curxRawOf(d *layout, pos position, desc bool) curxRaw {
 	r := curxRaw{version: cursorVersion, index: d.name, count: -1}
 	if desc {
 		r.flags = flagDesc
@@ -1076,7 +1076,7 @@ func TestCursorTampered(t *testing.T) {
 				// With a next position the page starts there, on an index
 				// whose sort key can express it; else after the position.
 				from, incl := pos, false
-				if c.next != nil && d.uniqueSort() && d.sk.scalar != types.ScalarAttributeTypeN {
+				if c.next != nil && d.uniqueSort && d.sk.scalar != types.ScalarAttributeTypeN {
 					from, incl = c.next, true
 				}
 				for _, it := range ordered {

@@ -106,17 +106,22 @@ type keyAttr struct {
 	partition bool
 }
 
-// keyDef is the declaration of the base table or of one index.
-type keyDef struct {
+// declaration is the TableSpec or one IndexSpec as the model declares it:
+// its options and its key components. layoutOf turns it into the layout of
+// one kind; its own type= is the form reads use.
+type declaration struct {
 	schema   *schema
 	name     string // logical name; "" for the base table
-	kind     Kind
-	physical string // declared table name (base, index table) or index name (GSI, LSI)
-	pk       *keyAttr
-	sk       *keyAttr // nil when there is no sort key
+	kind     Kind   // the declared type (BaseTable for the TableSpec)
+	spec     string // the Go field of the spec, for errors
+	physical string // name= (an index) or the table name (the TableSpec); "" for the default
+	pkName   string // pk=
+	skName   string // sk=
+	pk, sk   []*component
 	project  []string // nil means all
 	keysOnly bool
 	slots    []*field // the fields a position names: index key fields, then base key fields
+	lay      *layout  // the layout of the declared kind
 }
 
 // schema is a parsed, validated model declaration. It is immutable and shared.
@@ -125,9 +130,9 @@ type schema struct {
 	model      string
 	table      string
 	softDelete bool
-	base       *keyDef
-	indexes    []*keyDef
-	byName     map[string]*keyDef
+	base       *layout   // the base table's layout
+	indexes    []*layout // each index's layout, as declared
+	byName     map[string]*layout
 	attrs      map[string]bool // every attribute the model marshals
 	attrList   []string        // the same, in field order
 	fields     map[string]*field
@@ -175,17 +180,12 @@ func parseSchema(t reflect.Type) (*schema, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, &DeclarationError{Model: t.String(), Rule: "a model must be a struct type"}
 	}
-	s := &schema{typ: t, model: t.String(), byName: map[string]*keyDef{}, attrs: map[string]bool{}, fields: map[string]*field{}}
+	s := &schema{typ: t, model: t.String(), byName: map[string]*layout{}, attrs: map[string]bool{}, fields: map[string]*field{}}
 	fail := func(fieldName, index, format string, args ...any) error {
 		return &DeclarationError{Model: s.model, Field: fieldName, Index: index, Rule: fmt.Sprintf(format, args...)}
 	}
-	type indexDecl struct {
-		def    *keyDef
-		pkName string
-		skName string
-	}
-	var tableDecl *indexDecl
-	var decls []*indexDecl
+	var tableDecl *declaration
+	var decls []*declaration
 	var roles []roleDecl
 
 	// Blank marker fields are not reliably among reflect.VisibleFields (two or
@@ -212,20 +212,20 @@ func parseSchema(t reflect.Type) (*schema, error) {
 				return nil, fail(sf.Name, "", "a %s field needs a ddbindex tag", sf.Type.Name())
 			}
 			words := strings.Split(tag, ",")
-			d := &indexDecl{def: &keyDef{schema: s, name: strings.TrimSpace(words[0])}}
+			d := &declaration{schema: s, name: strings.TrimSpace(words[0]), spec: sf.Name}
 			isTable := sf.Type == reflect.TypeFor[TableSpec]()
 			if isTable {
 				if tableDecl != nil {
 					return nil, fail(sf.Name, "", "the base table is declared twice")
 				}
-				d.def.kind = BaseTable
-				d.def.physical, d.def.name = d.def.name, ""
+				d.kind = BaseTable
+				d.physical, d.name = d.name, ""
 				tableDecl = d
 			} else {
-				if d.def.name == "" {
+				if d.name == "" {
 					return nil, fail(sf.Name, "", "an IndexSpec tag starts with the logical index name")
 				}
-				d.def.kind = 255 // unset
+				d.kind = 255 // unset
 				decls = append(decls, d)
 			}
 			for _, w := range words[1:] {
@@ -240,33 +240,33 @@ func parseSchema(t reflect.Type) (*schema, error) {
 				case k == "type" && !isTable:
 					switch v {
 					case "gsi":
-						d.def.kind = GSI
+						d.kind = GSI
 					case "lsi":
-						d.def.kind = LSI
+						d.kind = LSI
 					case "table":
-						d.def.kind = IndexTable
+						d.kind = IndexTable
 					default:
-						return nil, fail(sf.Name, d.def.name, "type=%s is not an index type (want gsi, lsi or table)", v)
+						return nil, fail(sf.Name, d.name, "type=%s is not an index type (want gsi, lsi or table)", v)
 					}
 				case k == "name" && !isTable:
-					d.def.physical = v
+					d.physical = v
 				case k == "project" && !isTable:
 					switch v {
 					case "all", "":
 					case "keys":
-						d.def.keysOnly = true
+						d.keysOnly = true
 					default:
-						d.def.project = strings.Split(v, "|")
+						d.project = strings.Split(v, "|")
 					}
 				default:
-					return nil, fail(sf.Name, d.def.name, "unknown option %q in %s tag", w, sf.Type.Name())
+					return nil, fail(sf.Name, d.name, "unknown option %q in %s tag", w, sf.Type.Name())
 				}
 				if (k == "pk" || k == "sk" || k == "name") && v == "" {
-					return nil, fail(sf.Name, d.def.name, "option %s needs a value", k)
+					return nil, fail(sf.Name, d.name, "option %s needs a value", k)
 				}
 			}
-			if !isTable && d.def.kind == 255 {
-				return nil, fail(sf.Name, d.def.name, "type= is missing (want type=gsi, type=lsi or type=table)")
+			if !isTable && d.kind == 255 {
+				return nil, fail(sf.Name, d.name, "type= is missing (want type=gsi, type=lsi or type=table)")
 			}
 			continue
 		}
@@ -333,24 +333,23 @@ func parseSchema(t reflect.Type) (*schema, error) {
 	if tableDecl == nil {
 		return nil, fail("", "", "no base table: add a field `_ ddbindex.TableSpec `ddbindex:\"TABLE-NAME\"``")
 	}
-	s.table = tableDecl.def.physical
+	s.table = tableDecl.physical
 	if !physicalName.MatchString(s.table) {
 		return nil, fail("", "", "table name %q is not a valid DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", s.table)
 	}
-	s.base = tableDecl.def
+	names := map[string]bool{}
 	for _, d := range decls {
-		if _, dup := s.byName[d.def.name]; dup {
-			return nil, fail("", d.def.name, "the index is declared twice")
+		if names[d.name] {
+			return nil, fail("", d.name, "the index is declared twice")
 		}
-		s.byName[d.def.name] = d.def
-		s.indexes = append(s.indexes, d.def)
+		names[d.name] = true
 	}
 
 	// Gather each key's components in position order.
 	type partKey struct{ index, part string }
 	parts := map[partKey][]roleDecl{}
 	for _, r := range roles {
-		if r.index != "" && s.byName[r.index] == nil {
+		if r.index != "" && !names[r.index] {
 			return nil, fail(r.comp.f.goName, r.index, "no IndexSpec declares an index named %q", r.index)
 		}
 		k := partKey{r.index, r.part}
@@ -376,82 +375,30 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		}
 		return out, nil
 	}
-
-	all := append([]*indexDecl{tableDecl}, decls...)
-	for _, d := range all {
-		def := d.def
-		pkComps, err := ordered(def.name, "pk")
+	for _, d := range append([]*declaration{tableDecl}, decls...) {
+		var err error
+		if d.pk, err = ordered(d.name, "pk"); err != nil {
+			return nil, err
+		}
+		if d.sk, err = ordered(d.name, "sk"); err != nil {
+			return nil, err
+		}
+	}
+	// The layouts, the base table's first: an index layout appends base key
+	// components.
+	for _, d := range append([]*declaration{tableDecl}, decls...) {
+		d.slots = d.slotsOf(tableDecl)
+		lay, err := layoutOf(d, d.kind)
 		if err != nil {
 			return nil, err
 		}
-		skComps, err := ordered(def.name, "sk")
-		if err != nil {
-			return nil, err
+		d.lay = lay
+		if d == tableDecl {
+			s.base = lay
+			continue
 		}
-		if def.kind == LSI {
-			if len(pkComps) > 0 {
-				return nil, fail(pkComps[0].f.goName, def.name, "an LSI shares the base table's partition key; declare only its sort components")
-			}
-			if d.pkName != "" {
-				return nil, fail("", def.name, "an LSI shares the base table's partition key; remove pk=%s", d.pkName)
-			}
-			if len(skComps) == 0 {
-				return nil, fail("", def.name, "an LSI needs at least one sort component")
-			}
-			def.pk = s.base.pk
-		} else {
-			if len(pkComps) == 0 {
-				what := "index"
-				if def.kind == BaseTable {
-					what = "base table"
-				}
-				return nil, fail("", def.name, "the %s has no partition component: tag a field with %s", what, roleTag(def.name, "pk"))
-			}
-			pkName := d.pkName
-			if def.kind == IndexTable && pkName == "" && !nativeOK(pkComps) {
-				pkName = "_pk" // the documented default for an index table's composite partition key
-			}
-			def.pk, err = s.keyAttr(def, "pk", pkName, pkComps, nil)
-			if err != nil {
-				return nil, err
-			}
-		}
-		var suffix []*component
-		if def.kind != BaseTable {
-			suffix = baseSuffix(s.base, pkComps, skComps, def.pk)
-		}
-		switch {
-		case def.kind == IndexTable && len(skComps)+len(suffix) > 0:
-			name := d.skName
-			if name == "" {
-				name = "_sk"
-			}
-			def.sk, err = s.keyAttr(def, "sk", name, skComps, suffix)
-		case len(skComps) > 0 && d.skName == "" && nativeOK(skComps):
-			def.sk, err = s.keyAttr(def, "sk", "", skComps, nil)
-		case len(skComps) > 0:
-			if def.kind == BaseTable {
-				suffix = nil // the base key is unique by itself
-			}
-			def.sk, err = s.keyAttr(def, "sk", d.skName, skComps, suffix)
-		case d.skName != "":
-			err = fail("", def.name, "sk=%s is declared but no field has the role %s", d.skName, roleTag(def.name, "sk"))
-		}
-		if err != nil {
-			return nil, err
-		}
-		if def.physical == "" {
-			switch def.kind {
-			case IndexTable:
-				def.physical = s.table + "-" + def.name
-			default:
-				def.physical = def.name
-			}
-		}
-		if !physicalName.MatchString(def.physical) {
-			return nil, fail("", def.name, "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", def.physical)
-		}
-		def.slots = slotsOf(def, s.base)
+		s.byName[d.name] = lay
+		s.indexes = append(s.indexes, lay)
 	}
 	if err := s.checkAttributeNames(); err != nil {
 		return nil, err
@@ -459,151 +406,54 @@ func parseSchema(t reflect.Type) (*schema, error) {
 	return s, nil
 }
 
-// baseSuffix lists the base key components that an index key must append to
-// be unique and totally ordered: those not already among its own components.
-func baseSuffix(base *keyDef, pk, sk []*component, pkAttr *keyAttr) []*component {
-	have := map[*field]bool{}
-	for _, c := range append(slices.Clone(pk), sk...) {
-		have[c.f] = true
+// partition lists the components of the declared partition key. An index
+// that declares none (an LSI always) shares the base table's partition.
+func (d *declaration) partition(base *declaration) []*component {
+	if len(d.pk) == 0 && d != base {
+		return base.pk
 	}
-	if pkAttr == base.pk { // an LSI: the partition is the base partition
-		for _, c := range base.pk.parts {
-			have[c.f] = true
-		}
-	}
-	var out []*component
-	for _, k := range []*keyAttr{base.pk, base.sk} {
-		if k == nil {
-			continue
-		}
-		for _, c := range k.parts {
-			if !have[c.f] {
-				have[c.f] = true
-				out = append(out, &component{f: c.f, enc: c.f.canon})
-			}
-		}
-	}
-	return out
+	return d.pk
 }
 
-// nativeOK reports whether comps can be stored as the model attribute itself:
-// one component, no label, its default format, and a type DynamoDB compares as
-// the component orders.
-func nativeOK(comps []*component) bool {
-	if len(comps) != 1 {
-		return false
-	}
-	c := comps[0]
-	if c.label != "" || c.enc.width != 0 {
-		return false
-	}
-	switch c.enc.kind {
-	case encString, encBytes, encInt, encUint, encFloat:
-		return true
-	}
-	return false
-}
-
-func (s *schema) keyAttr(def *keyDef, part, name string, comps, suffix []*component) (*keyAttr, error) {
-	k := &keyAttr{attr: name, parts: comps, suffix: suffix, scalar: types.ScalarAttributeTypeS, partition: part == "pk"}
-	if name != "" {
-		return k, nil
-	}
-	if !nativeOK(comps) {
-		c := comps[0]
-		why := "a composite key"
-		switch {
-		case len(comps) == 1 && c.label != "":
-			why = "a labelled key"
-		case len(comps) == 1 && c.enc.width != 0:
-			why = "a fixed-width key"
-		case len(comps) == 1 && c.enc.kind == encTime:
-			why = "a time.Time key (attributevalue's RFC 3339 text does not sort chronologically)"
-		case len(comps) == 1:
-			why = "a " + c.f.typ.String() + " key"
-		}
-		where := "IndexSpec"
-		if def.kind == BaseTable {
-			where = "TableSpec"
-		}
-		return nil, &DeclarationError{Model: s.model, Index: def.name,
-			Rule: fmt.Sprintf("%s needs a derived attribute to hold it: add %s=ATTR to the %s tag", why, part, where)}
-	}
-	c := comps[0]
-	k.native, k.attr = true, c.f.attr
-	switch {
-	case c.enc.isNumber():
-		k.scalar = types.ScalarAttributeTypeN
-	case c.enc.kind == encBytes:
-		k.scalar = types.ScalarAttributeTypeB
-	}
-	return k, nil
-}
-
-// slotsOf lists the fields that a position in def names, in a stable order:
-// the index's partition, sort and suffix components, then any base key fields
-// not yet named.
-func slotsOf(def, base *keyDef) []*field {
+// slotsOf lists the fields that a position names, in a stable order: the
+// index's partition and sort components, then the base key fields not yet
+// named (so on every layout of the index, whose keys may append those fields
+// or not, positions name the same fields).
+func (d *declaration) slotsOf(base *declaration) []*field {
 	var out []*field
-	add := func(k *keyAttr) {
-		if k == nil {
-			return
-		}
-		for _, c := range append(slices.Clone(k.parts), k.suffix...) {
+	for _, cs := range [][]*component{d.partition(base), d.sk, base.pk, base.sk} {
+		for _, c := range cs {
 			if !slices.Contains(out, c.f) {
 				out = append(out, c.f)
 			}
 		}
 	}
-	add(def.pk)
-	add(def.sk)
-	add(base.pk)
-	add(base.sk)
 	return out
 }
 
+// checkAttributeNames checks what the layouts share: the derived key
+// attributes of GSIs and LSIs live on the base item, so two of them may not
+// take one name; and project= names model attributes.
 func (s *schema) checkAttributeNames() error {
 	owner := map[string]string{}
-	claim := func(attr, who string) error {
-		if prev, ok := owner[attr]; ok && prev != who {
-			return &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is used both by %s and by %s", attr, prev, who)}
+	for _, l := range append([]*layout{s.base}, s.indexes...) {
+		for _, k := range []*keyAttr{l.pk, l.sk} {
+			if k == nil || k.native || l.ownTable || (l.kind == LSI && k == s.base.pk) {
+				continue // native keys are model attributes; an index table's live in its own table
+			}
+			who := "the derived " + l.label() + " key"
+			if prev, ok := owner[k.attr]; ok && prev != who {
+				return &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is used both by %s and by %s: give each its own with pk= or sk= in its IndexSpec", k.attr, prev, who)}
+			}
+			owner[k.attr] = who
 		}
-		owner[attr] = who
-		return nil
-	}
-	for _, def := range append([]*keyDef{s.base}, s.indexes...) {
-		for _, k := range []*keyAttr{def.pk, def.sk} {
-			if k == nil || k.native || (def.kind == LSI && k == s.base.pk) {
-				continue // an LSI's partition key is the base table's, checked there
-			}
-			who := "the derived " + def.label() + " key"
-			if s.attrs[k.attr] {
-				return &DeclarationError{Model: s.model, Index: def.name, Rule: fmt.Sprintf("derived key attribute %q collides with a model attribute", k.attr)}
-			}
-			if def.kind == IndexTable {
-				continue // lives in its own table
-			}
-			if err := claim(k.attr, who); err != nil {
-				return err
-			}
-		}
-		if def.pk != nil && def.sk != nil && def.pk.attr == def.sk.attr {
-			return &DeclarationError{Model: s.model, Index: def.name, Rule: fmt.Sprintf("partition and sort key are both %q", def.pk.attr)}
-		}
-		for _, a := range def.project {
+		for _, a := range l.project {
 			if !s.attrs[a] {
-				return &DeclarationError{Model: s.model, Index: def.name, Rule: fmt.Sprintf("project= names %q, which is not a model attribute", a)}
+				return &DeclarationError{Model: s.model, Index: l.name, Rule: fmt.Sprintf("project= names %q, which is not a model attribute", a)}
 			}
 		}
 	}
 	return nil
-}
-
-func (d *keyDef) label() string {
-	if d.kind == BaseTable {
-		return "base table"
-	}
-	return d.name
 }
 
 func roleTag(index, part string) string {

@@ -59,7 +59,7 @@ func ixAttrs(cs []*component) []string {
 	return out
 }
 
-func ixSlots(d *keyDef) []string {
+func ixSlots(d *layout) []string {
 	out := make([]string, len(d.slots))
 	for i, f := range d.slots {
 		out[i] = f.attr
@@ -104,7 +104,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 	base := s.base
 	assert.Equal(t, BaseTable, base.kind)
 	assert.Equal(t, "", base.name)
-	assert.Equal(t, "ix_tickets", base.physical)
+	assert.Equal(t, "ix_tickets", base.table)
 	assert.Equal(t, "PK", base.pk.attr)
 	assert.False(t, base.pk.native)
 	assert.Equal(t, types.ScalarAttributeTypeS, base.pk.scalar)
@@ -119,7 +119,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 	// A GSI with derived keys: the sort key ends with the base key.
 	gsi := s.byName["by_status"]
 	assert.Equal(t, GSI, gsi.kind)
-	assert.Equal(t, "tickets-by-status", gsi.physical)
+	assert.Equal(t, "tickets-by-status", gsi.index)
 	assert.True(t, gsi.keysOnly)
 	assert.Nil(t, gsi.project)
 	assert.Equal(t, "GSI1PK", gsi.pk.attr)
@@ -140,7 +140,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 	// An LSI: the base partition key, a native Number sort key.
 	lsi := s.byName["by_prio"]
 	assert.Equal(t, LSI, lsi.kind)
-	assert.Equal(t, "by-prio", lsi.physical)
+	assert.Equal(t, "by-prio", lsi.index)
 	assert.Same(t, base.pk, lsi.pk)
 	assert.True(t, lsi.sk.native)
 	assert.Equal(t, "prio", lsi.sk.attr)
@@ -153,7 +153,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 	// An index table: a native partition key and _sk with the base suffix.
 	feed := s.byName["feed"]
 	assert.Equal(t, IndexTable, feed.kind)
-	assert.Equal(t, "ix_tickets-feed", feed.physical)
+	assert.Equal(t, "ix_tickets-feed", feed.table)
 	assert.True(t, feed.pk.native)
 	assert.Equal(t, "team", feed.pk.attr)
 	assert.Equal(t, types.ScalarAttributeTypeS, feed.pk.scalar)
@@ -166,7 +166,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 
 	// A sparse GSI on a pointer field, both keys native.
 	sparse := s.byName["by_assignee"]
-	assert.Equal(t, "by_assignee", sparse.physical)
+	assert.Equal(t, "by_assignee", sparse.index)
 	assert.True(t, sparse.pk.native)
 	assert.Equal(t, "assignee", sparse.pk.attr)
 	assert.True(t, sparse.sk.native)
@@ -286,7 +286,7 @@ func TestSchemaSingleMarkerAndDefaults(t *testing.T) {
 	assert.Equal(t, "_sk", m.sk.attr)
 	assert.Equal(t, []string{"user"}, ixAttrs(m.sk.parts))
 	assert.Empty(t, m.sk.suffix, "the base key is already in the index key")
-	assert.Equal(t, "ix_comp-members", m.physical)
+	assert.Equal(t, "ix_comp-members", m.table)
 }
 
 // ---- one test per rule ------------------------------------------------------------
@@ -472,36 +472,6 @@ func TestDeclarationRulesIndexSpec(t *testing.T) {
 		ID string    `ddbindex:"pk"`
 		S  string    `ddbindex:"sk"`
 	}
-	type compositeGSI struct {
-		_  TableSpec `ddbindex:"tickets"`
-		_  IndexSpec `ddbindex:"by_x,type=gsi"`
-		ID string    `ddbindex:"pk;by_x.pk"`
-		A  string    `ddbindex:"by_x.sk:0"`
-		B  string    `ddbindex:"by_x.sk:1"`
-	}
-	type compositeGSIPartition struct {
-		_  TableSpec `ddbindex:"tickets"`
-		_  IndexSpec `ddbindex:"by_x,type=gsi"`
-		ID string    `ddbindex:"pk;by_x.pk:0"`
-		A  string    `ddbindex:"by_x.pk:1"`
-	}
-	type labelledGSI struct {
-		_  TableSpec `ddbindex:"tickets"`
-		_  IndexSpec `ddbindex:"by_x,type=gsi"`
-		ID string    `ddbindex:"pk;by_x.pk,label=X"`
-	}
-	type widthGSI struct {
-		_  TableSpec `ddbindex:"tickets"`
-		_  IndexSpec `ddbindex:"by_x,type=gsi"`
-		ID string    `ddbindex:"pk;by_x.pk"`
-		N  int64     `ddbindex:"by_x.sk,width=13"`
-	}
-	type timeGSI struct {
-		_  TableSpec `ddbindex:"tickets"`
-		_  IndexSpec `ddbindex:"by_x,type=gsi"`
-		ID string    `ddbindex:"pk;by_x.pk"`
-		At time.Time `ddbindex:"by_x.sk"`
-	}
 	type timeBase struct {
 		_  TableSpec `ddbindex:"tickets"`
 		At time.Time `ddbindex:"pk"`
@@ -540,15 +510,10 @@ func TestDeclarationRulesIndexSpec(t *testing.T) {
 		{"bad physical name", badPhysical{}, "", "by_x", []string{`"x!"`, "not a valid DynamoDB name"}},
 		{"short default physical name", shortLogical{}, "", "bx", []string{`"bx"`}},
 		{"unknown index in a field tag", unknownIndex{}, "ID", "by_nope", []string{"no IndexSpec", `"by_nope"`}},
-		{"index without partition", noIndexPartition{}, "", "by_x", []string{"index has no partition component", `ddbindex:"by_x.pk"`}},
+		{"index without partition shares the base's, here its own sort key", noIndexPartition{}, "", "by_x", []string{`partition and sort key are both "ID"`}},
 		{"LSI declares a partition component", lsiOwnPartition{}, "ID", "by_x", []string{"LSI shares the base table's partition key"}},
 		{"LSI declares pk=", lsiPKOption{}, "", "by_x", []string{"LSI shares the base table's partition key", "pk=LPK"}},
 		{"LSI without sort component", lsiNoSort{}, "", "by_x", []string{"at least one sort component"}},
-		{"composite GSI sort key without sk=", compositeGSI{}, "", "by_x", []string{"composite key", "needs a derived attribute", "sk=ATTR", "IndexSpec"}},
-		{"composite GSI partition key without pk=", compositeGSIPartition{}, "", "by_x", []string{"composite key", "pk=ATTR"}},
-		{"labelled GSI key without pk=", labelledGSI{}, "", "by_x", []string{"labelled key", "pk=ATTR"}},
-		{"fixed-width GSI key without sk=", widthGSI{}, "", "by_x", []string{"fixed-width key", "sk=ATTR"}},
-		{"time.Time as a native GSI key", timeGSI{}, "", "by_x", []string{"time.Time key", "derived attribute", "sk=ATTR"}},
 		{"time.Time as a native base key", timeBase{}, "", "", []string{"time.Time key", "pk=ATTR", "TableSpec"}},
 		{"KeyTexter as a native key", customBase{}, "", "", []string{"ddbindex.kbVersion key", "pk=ATTR"}},
 		{"derived attribute used twice", claimedTwice{}, "", "", []string{`"PK"`, "used both", "base table", "by_x"}},
@@ -927,7 +892,7 @@ func TestSchemaBytesKeys(t *testing.T) {
 	texts, err := s.itemTexts(reflect.ValueOf(it))
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		d    *keyDef
+		d    *layout
 		want map[string]types.AttributeValue
 	}{
 		{base, map[string]types.AttributeValue{"id": &types.AttributeValueMemberB{Value: []byte{0xff, 0x00}}}},
@@ -1058,5 +1023,45 @@ func TestDeclarationAttributeNamesFollowAttributevalue(t *testing.T) {
 		av, err := attributevalue.MarshalMap(m)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, slices.Collect(maps.Keys(av)), s.attrList, "%T", m)
+	}
+}
+
+// TestDeclarationDerivedDefaults: an index's derived key attributes default
+// to _pk and _sk, whatever its type (so type=table and type=gsi switch with
+// one token); two GSIs or LSIs cannot both take a default, and the error says
+// how to name them. The base table's derived attributes must be named.
+func TestDeclarationDerivedDefaults(t *testing.T) {
+	type gsi struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=gsi"`
+		ID string    `ddbindex:"pk"`
+		P  string    `ddbindex:"by_x.pk,label=P"`
+		A  string    `ddbindex:"by_x.sk:0"`
+		W  int64     `ddbindex:"by_x.sk:1,width=5"`
+		At time.Time `ddbindex:"by_x.sk:2"`
+	}
+	s, err := schemaFor(reflect.TypeFor[gsi]())
+	require.NoError(t, err)
+	l := s.byName["by_x"]
+	require.Equal(t, "_pk", l.pk.attr)
+	require.Equal(t, "_sk", l.sk.attr)
+	tbl, err := layoutOf(l.decl, IndexTable)
+	require.NoError(t, err)
+	require.Equal(t, []string{"_pk", "_sk"}, []string{tbl.pk.attr, tbl.sk.attr}, "the same names as an index table")
+
+	type two struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=gsi"`
+		_  IndexSpec `ddbindex:"by_y,type=lsi"`
+		ID string    `ddbindex:"pk"`
+		S  string    `ddbindex:"sk"`
+		A  string    `ddbindex:"by_x.pk"`
+		B  string    `ddbindex:"by_x.sk:0;by_y.sk:0"`
+		C  string    `ddbindex:"by_x.sk:1;by_y.sk:1"`
+	}
+	_, err = schemaFor(reflect.TypeFor[two]())
+	require.ErrorIs(t, err, ErrDeclaration)
+	for _, want := range []string{`"_sk"`, "by_x", "by_y", "sk="} {
+		require.ErrorContains(t, err, want)
 	}
 }

@@ -18,8 +18,11 @@ type Explanation struct {
 	Request Request
 	// Alternate is the first request if the index were of the other type: a
 	// GSI or LSI as an index table, an index table as a GSI. It is nil for
-	// the base table.
+	// the base table, and when the declaration cannot be the other type
+	// (AlternateErr says why).
 	Alternate *Request
+	// AlternateErr says why an index has no Alternate.
+	AlternateErr error
 }
 
 // Request is one DynamoDB Query request.
@@ -121,7 +124,7 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	}
 	// first takes the query it translates: the alternate may translate a
 	// changed copy. It builds the request as Page does, with the same code.
-	first := func(q Query[T], d *keyDef) (*Request, error) {
+	first := func(q Query[T], d *layout) (*Request, error) {
 		p, err := q.planFor(d)
 		if err != nil {
 			return nil, err
@@ -138,7 +141,11 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		return nil, err
 	}
 	e := &Explanation{Request: *r}
-	if alt := d.alternate(); alt != nil {
+	if alt, aerr := d.alternate(); aerr != nil {
+		if d.kind != BaseTable {
+			e.AlternateErr = aerr
+		}
+	} else {
 		cq := q
 		if alt.kind == GSI {
 			// A GSI cannot serve a consistent read: show what it would send
@@ -152,54 +159,14 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	return e, nil
 }
 
-// alternate returns d as the other index type would declare it: a GSI or
-// LSI as an index table (its default name, and _sk for a sort key that was
-// native), an index table as a GSI (its default name; a sort key of one
-// component that can be native, in the default _sk attribute, becomes that
-// model attribute, without the base key suffix, as the GSI declaration
-// would make it). It returns nil for the base table.
-func (d *keyDef) alternate() *keyDef {
-	s := d.schema
-	alt := *d
-	switch d.kind {
-	case BaseTable:
-		return nil
-	case GSI, LSI:
-		alt.kind = IndexTable
-		alt.physical = s.table + "-" + d.name
-		var parts []*component
-		name := "_sk"
-		if d.sk != nil {
-			parts = d.sk.parts
-			if !d.sk.native {
-				name = d.sk.attr
-			}
-		}
-		var pkParts []*component
-		if d.kind == GSI {
-			pkParts = d.pk.parts
-		}
-		suffix := baseSuffix(s.base, pkParts, parts, d.pk)
-		if len(parts)+len(suffix) > 0 {
-			alt.sk = &keyAttr{attr: name, parts: parts, suffix: suffix, scalar: types.ScalarAttributeTypeS}
-		} else {
-			alt.sk = nil
-		}
-	case IndexTable:
-		alt.kind = GSI
-		alt.physical = d.name
-		if d.sk != nil && d.sk.attr == "_sk" {
-			switch {
-			case len(d.sk.parts) == 0:
-				alt.sk = nil // only the base key suffix: the GSI has no sort key
-			case nativeOK(d.sk.parts):
-				sk, err := s.keyAttr(&alt, "sk", "", d.sk.parts, nil)
-				if err == nil {
-					alt.sk = sk
-				}
-			}
-		}
+// alternate returns the layout of d's declaration as the other kind of
+// index (see Kind.other): the same function, layoutOf, that lays out the
+// declared kind. It fails for the base table, and for a declaration the
+// other kind cannot hold (a composite GSI key needs pk= or sk=).
+func (d *layout) alternate() (*layout, error) {
+	k, ok := d.kind.other()
+	if !ok {
+		return nil, queryErr(d.name, "the base table has no other index type")
 	}
-	alt.slots = slotsOf(&alt, s.base)
-	return &alt
+	return layoutOf(d.decl, k)
 }

@@ -1,8 +1,12 @@
 package ddbindex
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Kind is the type of an index: how it is stored and who keeps it up to date.
@@ -36,5 +40,262 @@ func (k Kind) String() string {
 }
 
 func (t *Table[T]) hasIndexTables() bool {
-	return slices.ContainsFunc(t.s.indexes, func(d *keyDef) bool { return d.kind == IndexTable })
+	return slices.ContainsFunc(t.s.indexes, func(d *layout) bool { return d.kind == IndexTable })
+}
+
+// baseSuffix lists the base key components that an index key must append to
+// be unique and totally ordered: those not already among its own components.
+func baseSuffix(base *layout, pk, sk []*component, pkAttr *keyAttr) []*component {
+	have := map[*field]bool{}
+	for _, c := range append(slices.Clone(pk), sk...) {
+		have[c.f] = true
+	}
+	if pkAttr == base.pk { // an LSI: the partition is the base partition
+		for _, c := range base.pk.parts {
+			have[c.f] = true
+		}
+	}
+	var out []*component
+	for _, k := range []*keyAttr{base.pk, base.sk} {
+		if k == nil {
+			continue
+		}
+		for _, c := range k.parts {
+			if !have[c.f] {
+				have[c.f] = true
+				out = append(out, &component{f: c.f, enc: c.f.canon})
+			}
+		}
+	}
+	return out
+}
+
+// nativeOK reports whether comps can be stored as the model attribute itself:
+// one component, no label, its default format, and a type DynamoDB compares as
+// the component orders.
+func nativeOK(comps []*component) bool {
+	if len(comps) != 1 {
+		return false
+	}
+	c := comps[0]
+	if c.label != "" || c.enc.width != 0 {
+		return false
+	}
+	switch c.enc.kind {
+	case encString, encBytes, encInt, encUint, encFloat:
+		return true
+	}
+	return false
+}
+
+func (s *schema) keyAttr(def *layout, part, name string, comps, suffix []*component) (*keyAttr, error) {
+	k := &keyAttr{attr: name, parts: comps, suffix: suffix, scalar: types.ScalarAttributeTypeS, partition: part == "pk"}
+	if name != "" {
+		return k, nil
+	}
+	if !nativeOK(comps) {
+		c := comps[0]
+		why := "a composite key"
+		switch {
+		case len(comps) == 1 && c.label != "":
+			why = "a labelled key"
+		case len(comps) == 1 && c.enc.width != 0:
+			why = "a fixed-width key"
+		case len(comps) == 1 && c.enc.kind == encTime:
+			why = "a time.Time key (attributevalue's RFC 3339 text does not sort chronologically)"
+		case len(comps) == 1:
+			why = "a " + c.f.typ.String() + " key"
+		}
+		where := "IndexSpec"
+		if def.kind == BaseTable {
+			where = "TableSpec"
+		}
+		return nil, &DeclarationError{Model: s.model, Index: def.name,
+			Rule: fmt.Sprintf("%s needs a derived attribute to hold it: add %s=ATTR to the %s tag", why, part, where)}
+	}
+	c := comps[0]
+	k.native, k.attr = true, c.f.attr
+	switch {
+	case c.enc.isNumber():
+		k.scalar = types.ScalarAttributeTypeN
+	case c.enc.kind == encBytes:
+		k.scalar = types.ScalarAttributeTypeB
+	}
+	return k, nil
+}
+
+func (d *layout) label() string {
+	if d.kind == BaseTable {
+		return "base table"
+	}
+	return d.name
+}
+
+// layout is one physical form of a declared index (or of the base table):
+// where its entries live, which attributes key them, and what reads of it
+// do. layoutOf makes it; every other piece of code reads it, so the kind of
+// an index is decided here alone.
+type layout struct {
+	schema *schema
+	decl   *declaration
+	name   string // the logical name; "" for the base table
+	kind   Kind
+	// table is the declared name of the table that holds the entries: the
+	// base table's for the base table, a GSI and an LSI; the index table's.
+	table string
+	// index is the physical GSI or LSI name; "" for a table.
+	index    string
+	pk       *keyAttr
+	sk       *keyAttr // nil when there is no sort key
+	project  []string // nil means all
+	keysOnly bool
+	slots    []*field // the fields a position names (the declaration's)
+	// stored lists the key attributes of an entry: its own, and for a GSI
+	// or LSI the base table's.
+	stored []*keyAttr
+	// tombstones: reads skip tombstones unless told otherwise. Always for an
+	// index table, whose deletes are tombstones; for the base table, a GSI
+	// and an LSI when the model soft-deletes.
+	tombstones bool
+	// consistent: the form serves strongly consistent reads (a GSI does not).
+	consistent bool
+	// ownTable: ddbindex keeps the entries, in a table of their own; else
+	// DynamoDB keeps them from the base item's attributes.
+	ownTable bool
+	// uniqueSort: no two entries of a partition share a sort key value: a
+	// primary key (the base table, an index table), or a derived GSI or LSI
+	// sort key, which ends with the base key components the index key lacks.
+	// A native GSI or LSI sort key may repeat, and DynamoDB orders ties.
+	uniqueSort bool
+}
+
+// layoutOf makes the layout of declaration d as an index of the given kind
+// (for the TableSpec, BaseTable). An index declared with one type= can be
+// laid out as another: Explain's alternate and a migration's kept forms are
+// layoutOf with the other kind. Its errors are *DeclarationError.
+func layoutOf(d *declaration, kind Kind) (*layout, error) {
+	s := d.schema
+	fail := func(field, format string, args ...any) error {
+		return &DeclarationError{Model: s.model, Field: field, Index: d.name, Rule: fmt.Sprintf(format, args...)}
+	}
+	l := &layout{schema: s, decl: d, name: d.name, kind: kind, project: d.project, keysOnly: d.keysOnly, slots: d.slots}
+	var base *declaration
+	if kind != BaseTable {
+		base = s.base.decl
+	}
+	pkComps := d.pk
+	var err error
+	switch kind {
+	case LSI:
+		switch {
+		case len(d.pk) > 0 && !slices.Equal(d.pk, base.pk):
+			return nil, fail(d.pk[0].f.goName, "an LSI shares the base table's partition key; declare only its sort components")
+		case d.pkName != "":
+			return nil, fail("", "an LSI shares the base table's partition key; remove pk=%s", d.pkName)
+		case len(d.sk) == 0:
+			return nil, fail("", "an LSI needs at least one sort component")
+		}
+		pkComps, l.pk = base.pk, s.base.pk
+	default:
+		if kind != BaseTable {
+			pkComps = d.partition(base)
+		}
+		if len(pkComps) == 0 {
+			return nil, fail("", "the base table has no partition component: tag a field with %s", roleTag(d.name, "pk"))
+		}
+		pkName := d.pkName
+		if kind != BaseTable && pkName == "" && !nativeOK(pkComps) {
+			pkName = "_pk" // the documented default for an index's derived partition key
+		}
+		if l.pk, err = s.keyAttr(l, "pk", pkName, pkComps, nil); err != nil {
+			return nil, err
+		}
+	}
+	var suffix []*component
+	if kind != BaseTable {
+		suffix = baseSuffix(s.base, pkComps, d.sk, l.pk)
+	}
+	// An index's derived attributes default to _pk and _sk; the base
+	// table's must be named.
+	skName := d.skName
+	if kind != BaseTable && skName == "" && (kind == IndexTable || !nativeOK(d.sk)) {
+		skName = "_sk"
+	}
+	switch {
+	case kind == IndexTable && len(d.sk)+len(suffix) > 0:
+		l.sk, err = s.keyAttr(l, "sk", skName, d.sk, suffix)
+	case len(d.sk) > 0 && d.skName == "" && nativeOK(d.sk):
+		l.sk, err = s.keyAttr(l, "sk", "", d.sk, nil)
+	case len(d.sk) > 0:
+		if kind == BaseTable {
+			suffix = nil // the base key is unique by itself
+		}
+		l.sk, err = s.keyAttr(l, "sk", skName, d.sk, suffix)
+	case d.skName != "":
+		err = fail("", "sk=%s is declared but no field has the role %s", d.skName, roleTag(d.name, "sk"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case BaseTable:
+		l.table = d.physical
+	case IndexTable:
+		l.table = cmp.Or(d.physical, s.table+"-"+d.name)
+	default:
+		l.table, l.index = s.table, cmp.Or(d.physical, d.name)
+	}
+	if p := cmp.Or(l.index, l.table); !physicalName.MatchString(p) {
+		return nil, fail("", "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", p)
+	}
+	l.stored = []*keyAttr{l.pk}
+	if l.sk != nil {
+		l.stored = append(l.stored, l.sk)
+	}
+	if kind == GSI || kind == LSI {
+		for _, k := range []*keyAttr{s.base.pk, s.base.sk} {
+			if k != nil && !slices.Contains(l.stored, k) {
+				l.stored = append(l.stored, k)
+			}
+		}
+	}
+	l.tombstones = kind == IndexTable || s.softDelete
+	l.consistent = kind != GSI
+	l.ownTable = kind == IndexTable
+	l.uniqueSort = l.sk != nil && (kind == BaseTable || kind == IndexTable || !l.sk.native)
+	if err := l.checkNames(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// other is the kind an index of kind k would be in a migration: a GSI or an
+// LSI becomes an index table, an index table a GSI; the base table has none.
+func (k Kind) other() (Kind, bool) {
+	switch k {
+	case GSI, LSI:
+		return IndexTable, true
+	case IndexTable:
+		return GSI, true
+	}
+	return k, false
+}
+
+// checkNames checks the layout's own attribute names: a derived key
+// attribute must not be a model attribute, and partition and sort key must
+// differ. Collisions between layouts are the schema's check.
+func (l *layout) checkNames() error {
+	s := l.schema
+	for _, k := range []*keyAttr{l.pk, l.sk} {
+		if k == nil || k.native || (l.kind == LSI && k == s.base.pk) {
+			continue
+		}
+		if s.attrs[k.attr] {
+			return &DeclarationError{Model: s.model, Index: l.name, Rule: fmt.Sprintf("derived key attribute %q collides with a model attribute", k.attr)}
+		}
+	}
+	if l.pk != nil && l.sk != nil && l.pk.attr == l.sk.attr {
+		return &DeclarationError{Model: s.model, Index: l.name, Rule: fmt.Sprintf("partition and sort key are both %q", l.pk.attr)}
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	version := &types.AttributeValueMemberN{Value: c.Version}
 	out := make([]IndexWrite, 0, 2)
 	for _, d := range t.s.indexes {
-		if d.kind != IndexTable {
+		if !d.ownTable {
 			continue
 		}
 		var oldE, newE map[string]types.AttributeValue
@@ -126,7 +126,7 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 // KEYS_ONLY projection would), the base key, d's key, and the version. Key
 // fields of other indexes are left out, so a change to them does not rewrite
 // entries of indexes that do not hold them.
-func (t *Table[T]) imageEntry(d *keyDef, img map[string]types.AttributeValue, texts fieldTexts, version types.AttributeValue, room int) (map[string]types.AttributeValue, error) {
+func (t *Table[T]) imageEntry(d *layout, img map[string]types.AttributeValue, texts fieldTexts, version types.AttributeValue, room int) (map[string]types.AttributeValue, error) {
 	for _, k := range []*keyAttr{d.pk, d.sk} {
 		if k == nil {
 			continue
@@ -210,7 +210,7 @@ func isDecimal(s string) bool {
 	return true
 }
 
-func sameKey(d *keyDef, a, b map[string]types.AttributeValue) bool {
+func sameKey(d *layout, a, b map[string]types.AttributeValue) bool {
 	for _, k := range []*keyAttr{d.pk, d.sk} {
 		if k != nil && !avEqual(a[k.attr], b[k.attr]) {
 			return false

@@ -178,7 +178,7 @@ func (kc *keyCond) String() string {
 }
 
 // sortCond translates c for d's sort key. It returns nil for no condition.
-func (d *keyDef) sortCond(c SortCondition) (*keyCond, error) {
+func (d *layout) sortCond(c SortCondition) (*keyCond, error) {
 	if c.op == opNone {
 		return nil, nil
 	}
@@ -250,7 +250,7 @@ func (d *keyDef) sortCond(c SortCondition) (*keyCond, error) {
 // checkCondSize refuses a condition value DynamoDB would refuse: a String or
 // Binary over its limit for a sort key value. (It could match no stored key
 // anyway.) Number bounds are checked as Numbers when they are built.
-func (d *keyDef) checkCondSize(kc *keyCond) error {
+func (d *layout) checkCondSize(kc *keyCond) error {
 	if d.sk.scalar == types.ScalarAttributeTypeN {
 		return nil
 	}
@@ -280,7 +280,7 @@ type boundValue struct {
 
 // bound encodes leading sort component values. more reports whether the
 // stored key has components after them.
-func (d *keyDef) bound(values []any) (boundValue, bool, error) {
+func (d *layout) bound(values []any) (boundValue, bool, error) {
 	k := d.sk
 	if k.native {
 		c := k.parts[0]
@@ -309,7 +309,7 @@ func (d *keyDef) bound(values []any) (boundValue, bool, error) {
 
 // appendLeading appends the composite encoding of the first len(values) sort
 // components, labels included.
-func (d *keyDef) appendLeading(b []byte, values []any) ([]byte, error) {
+func (d *layout) appendLeading(b []byte, values []any) ([]byte, error) {
 	for i, v := range values {
 		c := d.sk.parts[i]
 		if i > 0 {
@@ -330,7 +330,7 @@ func (d *keyDef) appendLeading(b []byte, values []any) ([]byte, error) {
 	return b, nil
 }
 
-func (d *keyDef) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
+func (d *layout) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 	k := d.sk
 	n := len(values)
 	last := k.parts[n-1]
@@ -391,7 +391,7 @@ func stringValue(v any) (string, bool) {
 
 // partition returns the partition key value for values, and their canonical
 // texts (to check cursors against).
-func (d *keyDef) partition(values []any) (types.AttributeValue, []string, error) {
+func (d *layout) partition(values []any) (types.AttributeValue, []string, error) {
 	k := d.pk
 	if len(values) != len(k.parts) {
 		return nil, nil, queryErr(d.name, "%s's partition key has %d components; %d values given", d.label(), len(k.parts), len(values))

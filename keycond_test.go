@@ -71,7 +71,7 @@ func kcSchema(t testing.TB) *schema {
 	return s
 }
 
-func kcDef(t testing.TB, name string) *keyDef {
+func kcDef(t testing.TB, name string) *layout {
 	t.Helper()
 	s := kcSchema(t)
 	if name == "" {
@@ -99,7 +99,7 @@ type kcWant struct {
 	a, b types.AttributeValue
 }
 
-func kcCheck(t *testing.T, d *keyDef, c SortCondition, want kcWant) {
+func kcCheck(t *testing.T, d *layout, c SortCondition, want kcWant) {
 	t.Helper()
 	kc, err := d.sortCond(c)
 	require.NoError(t, err, "%s on %s", c, d.label())
@@ -845,7 +845,7 @@ func kcTexts(t testing.TB, s *schema, it any) map[*field]string {
 
 // kcStored is what DynamoDB stores as the keys of an item in d: d's own and,
 // for a GSI or LSI, the base table's.
-func kcStored(t testing.TB, s *schema, d *keyDef, texts map[*field]string) map[string]types.AttributeValue {
+func kcStored(t testing.TB, s *schema, d *layout, texts map[*field]string) map[string]types.AttributeValue {
 	t.Helper()
 	vals, ok, err := d.keyValues(texts)
 	require.NoError(t, err)
@@ -893,7 +893,7 @@ func TestKeyDecodeRejects(t *testing.T) {
 	texts := kcTexts(t, s, it)
 	good := kcStored(t, s, base, texts)
 	require.Equal(t, kcS("ST#open#a5#x"), good["SK"])
-	with := func(d *keyDef, attr string, av types.AttributeValue) map[string]types.AttributeValue {
+	with := func(d *layout, attr string, av types.AttributeValue) map[string]types.AttributeValue {
 		m := kcStored(t, s, d, texts)
 		if av == nil {
 			delete(m, attr)

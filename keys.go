@@ -16,7 +16,7 @@ import (
 // the physical attributes a table or index stores.
 
 // position is a logical position in an index: the canonical key text of each
-// of the index's slots (see keyDef.slots), in slot order.
+// of the index's slots (see layout.slots), in slot order.
 type position []string
 
 // coerce converts a caller-supplied component value to the field's type. It
@@ -301,12 +301,12 @@ func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error
 }
 
 // slot returns the index of f in d's slots, or -1.
-func (d *keyDef) slot(f *field) int {
+func (d *layout) slot(f *field) int {
 	return slices.Index(d.slots, f)
 }
 
 // textOf returns a lookup of canonical texts from a position of d.
-func (d *keyDef) textOf(pos position) func(*field) string {
+func (d *layout) textOf(pos position) func(*field) string {
 	return func(f *field) string {
 		if i := d.slot(f); i >= 0 {
 			return pos[i]
@@ -317,7 +317,7 @@ func (d *keyDef) textOf(pos position) func(*field) string {
 
 // storedKeys lists the physical key attributes of a d entry: its own and,
 // for a GSI or LSI, the base table's.
-func (d *keyDef) storedKeys() []*keyAttr {
+func (d *layout) storedKeys() []*keyAttr {
 	keys := []*keyAttr{d.pk}
 	if d.sk != nil {
 		keys = append(keys, d.sk)
@@ -334,7 +334,7 @@ func (d *keyDef) storedKeys() []*keyAttr {
 
 // positionOf reads the position of an item (or a LastEvaluatedKey) returned
 // by a query of d, from its physical key attributes.
-func (d *keyDef) positionOf(item map[string]types.AttributeValue) (position, error) {
+func (d *layout) positionOf(item map[string]types.AttributeValue) (position, error) {
 	pos := make(position, len(d.slots))
 	seen := make([]bool, len(d.slots))
 	set := func(f *field, t string) error {
@@ -362,7 +362,7 @@ func (d *keyDef) positionOf(item map[string]types.AttributeValue) (position, err
 }
 
 // startKey builds the ExclusiveStartKey for a position in d.
-func (d *keyDef) startKey(pos position) (map[string]types.AttributeValue, error) {
+func (d *layout) startKey(pos position) (map[string]types.AttributeValue, error) {
 	text := d.textOf(pos)
 	keys := d.storedKeys()
 	out := make(map[string]types.AttributeValue, len(keys))
@@ -398,7 +398,7 @@ func (s *schema) itemTexts(v reflect.Value) (map[*field]string, error) {
 // keyValues computes the physical key attributes of d for an item whose key
 // texts are texts. ok is false when a component is absent: the item is not in
 // d (a sparse index); for the base table that is an error.
-func (d *keyDef) keyValues(texts map[*field]string) (vals map[string]types.AttributeValue, ok bool, err error) {
+func (d *layout) keyValues(texts map[*field]string) (vals map[string]types.AttributeValue, ok bool, err error) {
 	text := func(f *field) string { return texts[f] }
 	vals = map[string]types.AttributeValue{}
 	for _, k := range []*keyAttr{d.pk, d.sk} {
@@ -422,21 +422,12 @@ func (d *keyDef) keyValues(texts map[*field]string) (vals map[string]types.Attri
 	return vals, true, nil
 }
 
-// uniqueSort reports whether d's sort key alone orders a partition: no two
-// entries of a partition share a sort key value. It holds for a primary key
-// (the base table, an index table) and for a derived GSI or LSI sort key,
-// which ends with the base key components the index key lacks; a native GSI
-// or LSI sort key may repeat, and DynamoDB then orders ties itself.
-func (d *keyDef) uniqueSort() bool {
-	return d.sk != nil && (d.kind == BaseTable || d.kind == IndexTable || !d.sk.native)
-}
-
 // follows reports whether position next may come after position at in a
 // query of d (descending when desc): its sort components, as declared, are
 // not before at's. It does not look at the base key that a layout appends, so
 // it holds for a cursor minted on either form of an index: a native GSI
 // orders ties as its server does, an index table by base key.
-func (d *keyDef) follows(next, at position, desc bool) bool {
+func (d *layout) follows(next, at position, desc bool) bool {
 	if slices.Equal(next, at) {
 		return false
 	}
@@ -475,8 +466,8 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // minted where ties are ordered otherwise); the caller then starts after
 // the position at. A nil key with ok true means next is the first entry of
 // the condition's range, so the query starts at the range.
-func (d *keyDef) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
-	if !d.uniqueSort() || d.sk.scalar == types.ScalarAttributeTypeN {
+func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
+	if !d.uniqueSort || d.sk.scalar == types.ScalarAttributeTypeN {
 		return nil, false
 	}
 	esk, err := d.startKey(next)

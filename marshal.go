@@ -123,8 +123,8 @@ func (s *schema) storedTexts(v reflect.Value, av map[string]types.AttributeValue
 
 // addDerived adds the base key and GSI/LSI key attributes to a base item.
 func (t *Table[T]) addDerived(av map[string]types.AttributeValue, texts map[*field]string) error {
-	for _, d := range append([]*keyDef{t.s.base}, t.s.indexes...) {
-		if d.kind == IndexTable {
+	for _, d := range append([]*layout{t.s.base}, t.s.indexes...) {
+		if d.ownTable {
 			continue
 		}
 		keys, ok, err := d.keyValues(texts)
@@ -153,7 +153,7 @@ func (t *Table[T]) baseKey(texts map[*field]string) (map[string]types.AttributeV
 // entryOf returns the entry of item in index table d, exactly as the write
 // path writes it for a change of the given version, or nil when the item is
 // not in d (sparse).
-func (t *Table[T]) entryOf(d *keyDef, item T, version string) (map[string]types.AttributeValue, error) {
+func (t *Table[T]) entryOf(d *layout, item T, version string) (map[string]types.AttributeValue, error) {
 	img, err := t.Marshal(item)
 	if err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 	if err != nil {
 		return st, err
 	}
-	if d.kind != IndexTable {
+	if !d.ownTable {
 		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrInvalidWrite, indexLabel(index), d.kind)
 	}
 	if opts.PageSize <= 0 {
@@ -153,17 +153,17 @@ func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparis
 	if err != nil {
 		return nil, err
 	}
-	alt := d.alternate()
-	if alt == nil {
-		return nil, queryErr(q.index, "the base table has no other index type to compare with")
+	alt, err := d.alternate()
+	if err != nil {
+		return nil, queryErr(q.index, "no other index type to compare with: %v", err)
 	}
-	if alt.kind == IndexTable && alternateTable != "" {
-		alt.physical = alternateTable
+	if alt.ownTable && alternateTable != "" {
+		alt.table = alternateTable
 	}
-	read := func(d *keyDef) ([][]T, error) {
+	read := func(d *layout) ([][]T, error) {
 		var pages [][]T
 		cq := q
-		if d.kind == GSI {
+		if !d.consistent {
 			cq.consistent = false
 		}
 		limit := cq.limit

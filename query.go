@@ -136,7 +136,7 @@ func (s *Stats) add(o Stats) {
 // plan is a query translated for one index: everything a request needs but
 // its Limit and ExclusiveStartKey.
 type plan struct {
-	def     *keyDef
+	def     *layout
 	input   dynamodb.QueryInput
 	kc      *keyCond
 	start   cursorPos  // from the cursor; zero at the beginning
@@ -236,15 +236,16 @@ func (q Query[T]) plan() (*plan, error) {
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
-// into a DynamoDB request, and the only read code that looks at d.kind.
-func (q Query[T]) planFor(d *keyDef) (*plan, error) {
+// into a DynamoDB request. What differs between the kinds of index, it reads
+// from the layout d.
+func (q Query[T]) planFor(d *layout) (*plan, error) {
 	if q.limit < 0 {
 		return nil, queryErr(d.name, "Limit %d is negative", q.limit)
 	}
 	if q.maxRequests < 0 || q.maxUnits < 0 || math.IsNaN(q.maxUnits) {
 		return nil, queryErr(d.name, "MaxRequests %d and MaxReadUnits %g must not be negative", q.maxRequests, q.maxUnits)
 	}
-	if q.consistent && d.kind == GSI {
+	if q.consistent && !d.consistent {
 		return nil, queryErr(d.name, "a GSI cannot serve consistent reads; read the base table, or make the index an index table")
 	}
 	pkVal, pkTexts, err := d.partition(q.partition)
@@ -314,8 +315,8 @@ func (q Query[T]) planFor(d *keyDef) (*plan, error) {
 	if q.consistent {
 		p.input.ConsistentRead = aws.Bool(true)
 	}
-	if d.kind == GSI || d.kind == LSI {
-		p.input.IndexName = aws.String(d.physical)
+	if d.index != "" {
+		p.input.IndexName = aws.String(d.index)
 	}
 	if q.cursor != "" {
 		c, err := decodeCursor(d, q.cursor, q.desc, &q.t.opts)

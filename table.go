@@ -162,7 +162,7 @@ func (t *Table[T]) TableName() string { return t.opts.TableName(t.s.table) }
 
 // index returns the declaration for a logical index name ("" is the base
 // table).
-func (t *Table[T]) index(name string) (*keyDef, error) {
+func (t *Table[T]) index(name string) (*layout, error) {
 	if name == "" {
 		return t.s.base, nil
 	}
@@ -174,9 +174,4 @@ func (t *Table[T]) index(name string) (*keyDef, error) {
 }
 
 // tableOf returns the physical table that holds d's entries.
-func (t *Table[T]) tableOf(d *keyDef) string {
-	if d.kind == IndexTable {
-		return t.opts.TableName(d.physical)
-	}
-	return t.opts.TableName(t.s.table)
-}
+func (t *Table[T]) tableOf(d *layout) string { return t.opts.TableName(d.table) }

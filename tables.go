@@ -87,7 +87,7 @@ func (t *Table[T]) ttlTables() []string {
 		out = append(out, t.TableName())
 	}
 	for _, d := range t.s.indexes {
-		if d.kind == IndexTable {
+		if d.ownTable {
 			out = append(out, t.tableOf(d))
 		}
 	}
@@ -103,7 +103,7 @@ func (t *Table[T]) streamKept() bool { return t.hasIndexTables() && !t.opts.Writ
 func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 	s := t.s
 	defs := map[string]types.ScalarAttributeType{}
-	schemaOf := func(d *keyDef, defs map[string]types.ScalarAttributeType) []types.KeySchemaElement {
+	schemaOf := func(d *layout, defs map[string]types.ScalarAttributeType) []types.KeySchemaElement {
 		ks := []types.KeySchemaElement{{AttributeName: aws.String(d.pk.attr), KeyType: types.KeyTypeHash}}
 		defs[d.pk.attr] = d.pk.scalar
 		if d.sk != nil {
@@ -123,11 +123,11 @@ func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 		switch d.kind {
 		case GSI:
 			base.GlobalSecondaryIndexes = append(base.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
-				IndexName: aws.String(d.physical), KeySchema: schemaOf(d, defs), Projection: d.projection(),
+				IndexName: aws.String(d.index), KeySchema: schemaOf(d, defs), Projection: d.projection(),
 			})
 		case LSI:
 			base.LocalSecondaryIndexes = append(base.LocalSecondaryIndexes, types.LocalSecondaryIndex{
-				IndexName: aws.String(d.physical), KeySchema: schemaOf(d, defs), Projection: d.projection(),
+				IndexName: aws.String(d.index), KeySchema: schemaOf(d, defs), Projection: d.projection(),
 			})
 		case IndexTable:
 			hasIndexTable = true
@@ -161,7 +161,7 @@ func attrDefs(m map[string]types.ScalarAttributeType) []types.AttributeDefinitio
 	return out
 }
 
-func (d *keyDef) projection() *types.Projection {
+func (d *layout) projection() *types.Projection {
 	switch {
 	case d.keysOnly:
 		return &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
@@ -244,10 +244,10 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 			case GSI, LSI:
 				ks, proj, status, found := findIndex(base, d)
 				if !found {
-					addf("%s has no %s named %s (index %s)", where, strings.ToUpper(d.kind.String()), d.physical, d.name)
+					addf("%s has no %s named %s (index %s)", where, strings.ToUpper(d.kind.String()), d.index, d.name)
 					continue
 				}
-				what := fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.physical)
+				what := fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.index)
 				checkKeys(addf, what, d, ks, base.AttributeDefinitions)
 				checkProjection(addf, what, d, proj)
 				if status != "" && status != types.IndexStatusActive {
@@ -295,16 +295,16 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 
 // findIndex returns a GSI's or LSI's key schema, projection and status (a
 // GSI's; "" for an LSI, which is active with its table).
-func findIndex(desc *types.TableDescription, d *keyDef) ([]types.KeySchemaElement, *types.Projection, types.IndexStatus, bool) {
+func findIndex(desc *types.TableDescription, d *layout) ([]types.KeySchemaElement, *types.Projection, types.IndexStatus, bool) {
 	if d.kind == GSI {
 		for _, g := range desc.GlobalSecondaryIndexes {
-			if aws.ToString(g.IndexName) == d.physical {
+			if aws.ToString(g.IndexName) == d.index {
 				return g.KeySchema, g.Projection, g.IndexStatus, true
 			}
 		}
 	} else {
 		for _, l := range desc.LocalSecondaryIndexes {
-			if aws.ToString(l.IndexName) == d.physical {
+			if aws.ToString(l.IndexName) == d.index {
 				return l.KeySchema, l.Projection, "", true
 			}
 		}
@@ -312,7 +312,7 @@ func findIndex(desc *types.TableDescription, d *keyDef) ([]types.KeySchemaElemen
 	return nil, nil, "", false
 }
 
-func checkKeys(addf func(string, ...any), where string, d *keyDef, ks []types.KeySchemaElement, defs []types.AttributeDefinition) {
+func checkKeys(addf func(string, ...any), where string, d *layout, ks []types.KeySchemaElement, defs []types.AttributeDefinition) {
 	typeOf := func(attr string) types.ScalarAttributeType {
 		for _, a := range defs {
 			if aws.ToString(a.AttributeName) == attr {
@@ -352,7 +352,7 @@ func checkKeys(addf func(string, ...any), where string, d *keyDef, ks []types.Ke
 	}
 }
 
-func checkProjection(addf func(string, ...any), where string, d *keyDef, p *types.Projection) {
+func checkProjection(addf func(string, ...any), where string, d *layout, p *types.Projection) {
 	if p == nil {
 		addf("%s: no projection described", where)
 		return
@@ -384,14 +384,14 @@ func checkProjection(addf func(string, ...any), where string, d *keyDef, p *type
 	}
 }
 
-func projectionWords(d *keyDef) string {
+func projectionWords(d *layout) string {
 	if d.project != nil {
 		return strings.Join(d.project, ", ")
 	}
 	return "all attributes"
 }
 
-func isKeyAttr(d *keyDef, attr string) bool {
+func isKeyAttr(d *layout, attr string) bool {
 	for _, k := range d.storedKeys() {
 		if k.attr == attr {
 			return true

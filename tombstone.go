@@ -22,8 +22,8 @@ func liveCondition(o *Options) expression.ConditionBuilder {
 // filtersTombstones reports whether reads of d skip tombstones by default:
 // always for an index table, and for the base table and its GSIs and LSIs
 // when the model declares softdelete.
-func (d *keyDef) filtersTombstones() bool {
-	return d.kind == IndexTable || d.schema.softDelete
+func (d *layout) filtersTombstones() bool {
+	return d.tombstones
 }
 
 // liveImage returns img, or nil when it is absent or a soft-deleted item.

@@ -119,12 +119,12 @@ func mergeUpdate(update string, ops map[string][]string) string {
 // keyAttrTouched returns ErrKeyChange when attr is a key attribute or a key
 // component of the base table or an index.
 func (t *Table[T]) keyAttrTouched(attr string) error {
-	for _, d := range append([]*keyDef{t.s.base}, t.s.indexes...) {
+	for _, d := range append([]*layout{t.s.base}, t.s.indexes...) {
 		for _, k := range []*keyAttr{d.pk, d.sk} {
 			if k == nil {
 				continue
 			}
-			if k.attr == attr && d.kind != IndexTable {
+			if k.attr == attr && !d.ownTable {
 				return t.keyChange(d, attr)
 			}
 			for _, c := range k.components() {
@@ -137,7 +137,7 @@ func (t *Table[T]) keyAttrTouched(attr string) error {
 	return nil
 }
 
-func (t *Table[T]) keyChange(d *keyDef, attr string) error {
+func (t *Table[T]) keyChange(d *layout, attr string) error {
 	if d.kind == BaseTable {
 		return fmt.Errorf("%w: %s is part of %s's primary key; DynamoDB cannot change it in place: use Move", ErrKeyChange, attr, t.s.model)
 	}
