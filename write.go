@@ -26,8 +26,8 @@ import (
 // In write-through mode (Options.WriteThrough) each base write and the
 // index-table writes it implies go in one TransactWriteItems, conditioned on
 // the base item being as it was read; otherwise the base write goes alone and
-// a stream consumer (Table.Apply, StreamConsumer) keeps the index tables in
-// step.
+// a stream consumer (Table.Apply, under package stream's Consumer) keeps the
+// index tables in step.
 
 // maxTransactActions is DynamoDB's limit on actions per transaction.
 const maxTransactActions = 100

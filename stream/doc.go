@@ -18,7 +18,7 @@
 //     parallel (ConsumerOptions.Workers).
 //   - In production, let AWS Lambda read the stream (it shards, scales,
 //     checkpoints and retries for you) and apply each batch with
-//     [ApplyLambdaEvent]. (A ready-made Lambda handler is planned.)
+//     [ApplyLambdaEvent].
 //
 // Either way the base table needs a NEW_AND_OLD_IMAGES stream
 // (ddbindex.Table.CreateTables creates one; CheckSchema checks it), and
