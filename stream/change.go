@@ -58,7 +58,8 @@ func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, erro
 // ApplyLambdaEvent applies every record of a Lambda DynamoDB stream event to
 // t's index tables, in order: the body of a Lambda handler that keeps index
 // tables in step. A malformed record fails the whole event before any write
-// (an error matching [ddbindex.ErrStreamRecord]); otherwise it returns what
+// (an error matching [ddbindex.ErrStreamRecord]), as does a nil t
+// ([ddbindex.ErrInvalidWrite]); otherwise it returns what
 // [ddbindex.Table.Apply] returns. Lambda retries a failed batch; Apply is
 // idempotent, so the records applied before a failure count as Stale then.
 func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev events.DynamoDBEvent) (ddbindex.ApplyStats, error) {
@@ -76,7 +77,7 @@ func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev event
 	return t.Apply(ctx, changes...)
 }
 
-var errNilTable = fmt.Errorf("ddbindex: stream: a nil *ddbindex.Table")
+var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
 
 // checkImages checks that a change holds the images its event needs.
 func checkImages(event string, c ddbindex.Change, view string) error {

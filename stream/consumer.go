@@ -222,7 +222,7 @@ func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("ddbindex: list streams of %s: %w", c.t.TableName(), err)
 	}
 	if len(out.Streams) == 0 {
-		return "", fmt.Errorf("ddbindex: table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream", c.t.TableName())
+		return "", fmt.Errorf("%w: table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream (CreateTables does)", ddbindex.ErrSchemaMismatch, c.t.TableName())
 	}
 	return aws.ToString(out.Streams[len(out.Streams)-1].StreamArn), nil
 }
@@ -236,7 +236,7 @@ func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 func (c *Consumer[T]) Poll(ctx context.Context) (ddbindex.ApplyStats, error) {
 	var total ddbindex.ApplyStats
 	if c == nil || c.t == nil || c.api == nil || c.cp == nil {
-		return total, errors.New("ddbindex: stream: a Consumer needs a Table, a StreamsAPI and Checkpoints (use NewConsumer)")
+		return total, fmt.Errorf("%w: stream: a Consumer needs a Table, a StreamsAPI and Checkpoints (use NewConsumer)", ddbindex.ErrInvalidWrite)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -300,12 +300,12 @@ func (c *Consumer[T]) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := c.opts.PollInterval
+		var backoff time.Duration
 		switch {
 		case err != nil && retry.IsTransient(err):
 			failures++
 			c.retry.Notify("Poll", failures, err)
-			wait += c.retry.Backoff(failures)
+			backoff = c.retry.Backoff(failures)
 		case err != nil:
 			return err
 		default:
@@ -314,7 +314,7 @@ func (c *Consumer[T]) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := retry.Sleep(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, c.opts.PollInterval+backoff); err != nil {
 			return err
 		}
 	}

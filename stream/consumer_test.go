@@ -409,6 +409,8 @@ func TestStreamConsumerErrors(t *testing.T) {
 	mcp := &MemoryCheckpoints{}
 	_, err = NewConsumer(mm, sc, mcp).Poll(ctx)
 	require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
+	require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, "the cause: the image does not fit the model")
+	require.Equal(t, "DDBX-701", ddbindex.Code(err))
 	require.ErrorContains(t, err, "Created")
 	require.Empty(t, mcp.seq, "a failed batch is not checkpointed")
 
@@ -416,6 +418,27 @@ func TestStreamConsumerErrors(t *testing.T) {
 	plain, _ := newTestTable[stPlainNote](t) // no index table: created without a stream
 	_, err = NewConsumer(plain, sc, &MemoryCheckpoints{}).Poll(ctx)
 	require.ErrorContains(t, err, "has no stream")
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+}
+
+// TestConsumerMisuse: a consumer without its parts fails with an error,
+// before any request.
+func TestConsumerMisuse(t *testing.T) {
+	t.Parallel()
+	tb, err := ddbindex.New[stTicket](nil)
+	require.NoError(t, err)
+	var nilConsumer *Consumer[stTicket]
+	for name, c := range map[string]*Consumer[stTicket]{
+		"nil":               nilConsumer,
+		"zero":              {},
+		"no table":          NewConsumer[stTicket](nil, &stShardStreams{}, &MemoryCheckpoints{}),
+		"no Streams client": NewConsumer(tb, nil, &MemoryCheckpoints{}),
+		"no checkpoints":    NewConsumer(tb, &stShardStreams{}, nil),
+	} {
+		_, err := c.Poll(t.Context())
+		require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, name)
+		require.ErrorContains(t, c.Run(t.Context()), "use NewConsumer", name)
+	}
 }
 
 // stShardStreams serves a fixed shard list, in pages: the local servers have
@@ -477,4 +500,18 @@ func TestStreamShardOrder(t *testing.T) {
 	require.Equal(t, 16, cons.opts.Workers)
 	require.Equal(t, 100, cons.opts.CheckpointEvery)
 	require.Equal(t, ddbindex.RetryOptions{MaxAttempts: 10, BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second}, cons.opts.Retry)
+}
+
+func TestMemoryCheckpoints(t *testing.T) {
+	t.Parallel()
+	var m MemoryCheckpoints
+	got, err := m.Checkpoint(t.Context(), "shard-1")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, m.SetCheckpoint(t.Context(), "shard-1", "17"))
+	require.NoError(t, m.SetCheckpoint(t.Context(), "shard-2", "3"))
+	got, _ = m.Checkpoint(t.Context(), "shard-1")
+	require.Equal(t, "17", got)
+	got, _ = m.Checkpoint(t.Context(), "shard-2")
+	require.Equal(t, "3", got)
 }

@@ -39,7 +39,7 @@ type PoisonRecordError struct {
 	PoisonRecord
 }
 
-// Error implements the error interface.
+// Error names the record and its shard, the cause, and what to do.
 func (e *PoisonRecordError) Error() string {
 	keys := e.Keys
 	switch {
@@ -77,7 +77,7 @@ type GapError struct {
 	Err error
 }
 
-// Error implements the error interface.
+// Error names the shard and the range that may be lost, and what to do.
 func (e *GapError) Error() string {
 	after := "from the shard's start"
 	if e.AfterSequence != "" {

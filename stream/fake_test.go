@@ -591,6 +591,10 @@ func TestConsumerChildWaitsForParent(t *testing.T) {
 	var perr *PoisonRecordError
 	require.ErrorAs(t, err, &perr)
 	require.Equal(t, bad, perr.SequenceNumber)
+	require.ErrorIs(t, err, ddbindex.ErrStreamRecord, "the cause: a malformed record")
+	require.NotErrorIs(t, err, ddbindex.ErrInvalidWrite)
+	require.Equal(t, "DDBX-701", ddbindex.Code(err), "the poison record's code comes first")
+	require.Equal(t, "DDBX-702", ddbindex.Code(perr.Err))
 	require.Empty(t, fs.opens("child"), "the child was not read while its parent was not drained")
 
 	var skipped []PoisonRecord

@@ -2,29 +2,28 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
-// The consumer and Backfill under injected faults (internal/faults:
+// The consumer under injected faults (internal/faults:
 // throttling, 500s, connection resets before the server and after it applied
 // the request, lost answers), and a consumer killed mid-batch. Each ends in
-// exactly the index tables a fault-free run writes.
+// exactly the index tables a fault-free run writes. (Backfill's test under
+// the same faults is the root package's.)
 
 // cfRetry is the library's retry budget in these tests: the default number
 // of attempts, with short delays to keep the tests quick.
@@ -112,11 +111,11 @@ func cfWorkload(t testing.TB, tb *ddbindex.Table[stTicket], team string, n int, 
 
 // cfIndexTables returns a Table for tb's base table with new, empty index
 // tables, whose requests go through client (the tables are created through
-// the test server's plain client).
-func cfIndexTables(t *testing.T, tb *ddbindex.Table[stTicket], client Client, name string) (faulty, plain *Table[stTicket]) {
+// the test server's plain client), and one that uses the plain client.
+func cfIndexTables(t *testing.T, tb *ddbindex.Table[stTicket], client ddbindex.Client, name string) (faulty, plain *ddbindex.Table[stTicket]) {
 	t.Helper()
-	plain = stFreshIndexes(t, tb, ddbtest.Client(t), name)
-	faulty, err := New[stTicket](client, stFixedNow, func(o *Options) { o.TableName = plain.opts.TableName })
+	plain, names := freshIndexes(t, tb, stBase, name, stFixedNow)
+	faulty, err := ddbindex.New[stTicket](client, stFixedNow, func(o *ddbindex.Options) { o.TableName = names })
 	require.NoError(t, err)
 	return faulty, plain
 }
@@ -124,65 +123,22 @@ func cfIndexTables(t *testing.T, tb *ddbindex.Table[stTicket], client Client, na
 // cfConverge polls until the shard's checkpoint reaches last, allowing
 // passes that fail transiently (the retry budget of one call ran out), and
 // returns the totals and the number of such passes.
-func cfConverge(t *testing.T, cons *Consumer[stTicket], cp Checkpoints, last string) (ddbindex.ApplyStats, int) {
+func cfConverge(t *testing.T, cons *Consumer[stTicket], cp *MemoryCheckpoints, last string) (ddbindex.ApplyStats, int) {
 	t.Helper()
 	var total ddbindex.ApplyStats
 	failed := 0
 	for pass := 0; ; pass++ {
 		require.Less(t, pass, 200, "the consumer did not converge")
 		st, err := cons.Poll(t.Context())
-		total.add(st)
+		addStats(&total, st)
 		if err != nil {
 			require.True(t, ddbindex.IsTransient(err), "only transient failures: %v", err)
 			failed++
 			continue
 		}
-		if cfAllCheckpointed(t, cp, last) {
+		if _, seq := onlyCheckpoint(t, cp); seq == last {
 			return total, failed
 		}
-	}
-}
-
-func cfAllCheckpointed(t *testing.T, cp Checkpoints, last string) bool {
-	t.Helper()
-	m := cp.(*MemoryCheckpoints)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, seq := range m.seq {
-		if seq == last {
-			return true
-		}
-	}
-	return false
-}
-
-// cfCase is one fault setting.
-type cfCase struct {
-	name    string
-	rate    float64
-	retryer func() aws.Retryer // nil: the SDK's standard retryer, with its quota
-}
-
-var cfCases = []cfCase{
-	{"5% faults, SDK default retryer", 0.05, nil},
-	{"30% faults, no-quota retryer", 0.30, ddbtest.NoQuotaRetryer(5)},
-	{"30% faults, SDK default retryer", 0.30, nil},
-}
-
-// cfQuota counts the retries (of the library) whose error was the SDK's
-// retry quota running out.
-type cfQuota struct {
-	mu    sync.Mutex
-	quota int
-	all   int
-}
-
-func (q *cfQuota) onRetry(_ string, _ int, err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.all++
-	if errors.As(err, new(ratelimit.QuotaExceededError)) {
-		q.quota++
 	}
 }
 
@@ -196,7 +152,7 @@ func (q *cfQuota) onRetry(_ string, _ int, err error) {
 func TestConsumerUnderFaults(t *testing.T) {
 	t.Parallel()
 	stRequireStreams(t)
-	tb, c := newTestTable[stTicket](t, stFixedNow)
+	tb, _ := newTestTable[stTicket](t, stFixedNow)
 	n := cfWorkload(t, tb, "T1", 300, 1)
 	recs := records(t, tb)
 	require.Len(t, recs, n)
@@ -207,24 +163,28 @@ func TestConsumerUnderFaults(t *testing.T) {
 	want := snapshot(t, ref)
 	stCheckIndexes(t, ref, "T1")
 
-	for i, fc := range cfCases {
-		t.Run(fc.name, func(t *testing.T) {
+	for i, fc := range ddbtest.FaultCases {
+		t.Run(fc.Name, func(t *testing.T) {
 			t.Parallel()
-			db, sc, ft := ddbtest.Faulty(t, faults.Random(fc.rate, uint64(100+i), nil), fc.retryer)
+			db, sc, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(100+i), nil), fc.Retryer)
 			faulty, plain := cfIndexTables(t, tb, db, fmt.Sprint("case", i))
-			var q cfQuota
-			opts := ConsumerOptions{BatchSize: 50, Retry: cfRetry}
-			opts.Retry.OnRetry = q.onRetry
+			var log ddbtest.RetryLog
+			retryOpts := cfRetry
+			retryOpts.OnRetry = log.OnRetry
 			cp := &MemoryCheckpoints{}
-			st, failed := cfConverge(t, NewConsumer(faulty, sc, cp, opts), cp, last)
+			st, failed := cfConverge(t, NewConsumer(faulty, sc, cp, func(o *ConsumerOptions) {
+				o.BatchSize = 50
+				o.Retry = retryOpts
+			}), cp, last)
+			all, quota := log.Counts()
 			t.Logf("%s: %d records, %+v, %d passes failed; injected %s; library retries %d (%d after the SDK's quota ran out)",
-				fc.name, n, st, failed, ft.Summary(), q.all, q.quota)
+				fc.Name, n, st, failed, ft.Summary(), all, quota)
 			require.Positive(t, ft.Injected())
 			require.GreaterOrEqual(t, st.Changes, n, "every record applied (some twice, after a failed pass)")
 			require.Equal(t, want, snapshot(t, plain), "exactly the fault-free index tables")
 			stCheckIndexes(t, plain, "T1")
-			if fc.rate >= 0.3 && fc.retryer == nil {
-				require.Positive(t, q.quota, "the SDK's retry quota ran out, and the library retried")
+			if fc.Rate >= 0.3 && fc.Retryer == nil {
+				require.Positive(t, quota, "the SDK's retry quota ran out, and the library retried")
 			}
 		})
 	}
@@ -235,7 +195,7 @@ func TestConsumerUnderFaults(t *testing.T) {
 // reports the cancellation instead of the answer: the process died with the
 // write made but not acknowledged.
 type cfKillClient struct {
-	Client
+	ddbindex.Client
 	at     int64
 	n      atomic.Int64
 	cancel context.CancelFunc
@@ -283,14 +243,16 @@ func TestConsumerKillAndRestart(t *testing.T) {
 			kill := &cfKillClient{Client: c, at: 60, cancel: cancel}
 			dying, plain := cfIndexTables(t, tb, kill, fmt.Sprint("w", workers))
 			cp := &MemoryCheckpoints{}
-			opts := ConsumerOptions{Workers: workers, CheckpointEvery: 10, Retry: cfRetry}
+			opts := func(o *ConsumerOptions) {
+				o.Workers, o.CheckpointEvery, o.Retry = workers, 10, cfRetry
+			}
 			st1, err := NewConsumer(dying, sc, cp, opts).Poll(ctx)
 			require.ErrorIs(t, err, context.Canceled)
 			require.NotNil(t, kill.killed.Load(), "killed mid-batch")
 			killedAt := seqIndex[*kill.killed.Load()]
 
 			done := 0 // records at or below the checkpoint
-			if seq := cfOnlyCheckpoint(t, cp); seq != "" {
+			if _, seq := onlyCheckpoint(t, cp); seq != "" {
 				done = seqIndex[seq] + 1
 			}
 			require.LessOrEqual(t, done, killedAt, "the record being applied at the kill is not checkpointed")
@@ -306,15 +268,4 @@ func TestConsumerKillAndRestart(t *testing.T) {
 			require.Equal(t, want, snapshot(t, plain))
 		})
 	}
-}
-
-func cfOnlyCheckpoint(t *testing.T, cp *MemoryCheckpoints) string {
-	t.Helper()
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	require.LessOrEqual(t, len(cp.seq), 1)
-	for _, seq := range cp.seq {
-		return seq
-	}
-	return ""
 }

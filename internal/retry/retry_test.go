@@ -1,4 +1,4 @@
-package ddbindex
+package retry
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	sdkretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
@@ -19,8 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Unit tests of retry.go: which errors are transient, and how retryCall
-// spends its budget. The fault tests (stream_fault_test.go) show the same
+// Unit tests of the retry mechanics: which errors are transient, and how
+// Call spends its budget. The fault tests (the stream package's
+// fault_test.go, the root package's TestBackfillUnderFaults) show the same
 // through the SDK and a fault-injecting transport.
 
 // rtOp wraps err as the SDK returns an operation's error.
@@ -46,9 +47,9 @@ func TestIsTransient(t *testing.T) {
 		"server fault without status": &streamtypes.InternalServerError{},
 		"connection reset":            rtOp(&smithyhttp.RequestSendError{Err: reset}),
 		"timeout":                     rtOp(&smithyhttp.RequestSendError{Err: &net.OpError{Op: "read", Net: "tcp", Err: rtTimeout{}}}),
-		"SDK attempts used up":        rtOp(&retry.MaxAttemptsError{Attempt: 3, Err: throttled}),
+		"SDK attempts used up":        rtOp(&sdkretry.MaxAttemptsError{Attempt: 3, Err: throttled}),
 		"SDK retry quota used up":     rtOp(errors.Join(throttled, fmt.Errorf("failed to get rate limit token, %w", ratelimit.QuotaExceededError{Available: 1, Requested: 5}))),
-		"wrapped by ddbindex":         fmt.Errorf("ddbindex: write index table x: %w", throttled),
+		"wrapped":                     fmt.Errorf("ddbindex: write index table x: %w", throttled),
 	} {
 		require.True(t, IsTransient(err), name)
 	}
@@ -59,11 +60,9 @@ func TestIsTransient(t *testing.T) {
 		"no such table":      rtOp(rtHTTP(400, &types.ResourceNotFoundException{})),
 		"expired iterator":   &streamtypes.ExpiredIteratorException{},
 		"trimmed":            &streamtypes.TrimmedDataAccessException{},
-		"invalid write":      fmt.Errorf("%w: bad version", ErrInvalidWrite),
 		"canceled":           context.Canceled,
 		"deadline":           fmt.Errorf("ddbindex: read shard s: %w", context.DeadlineExceeded),
 		"canceled request":   rtOp(&smithy.CanceledError{Err: context.Canceled}),
-		"poison record":      &PoisonRecordError{PoisonRecord{Err: ErrInvalidWrite}},
 		"some unknown error": errors.New("boom"),
 	} {
 		require.False(t, IsTransient(err), name)
@@ -76,28 +75,28 @@ func (rtTimeout) Error() string   { return "i/o timeout" }
 func (rtTimeout) Timeout() bool   { return true }
 func (rtTimeout) Temporary() bool { return true }
 
-func TestRetryOptionsDefaults(t *testing.T) {
+func TestOptionsDefaults(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, RetryOptions{MaxAttempts: 10, BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second}, RetryOptions{}.withDefaults())
-	require.Equal(t, RetryOptions{MaxAttempts: 10, BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second}, RetryOptions{MaxAttempts: -1, BaseDelay: -1, MaxDelay: -1}.withDefaults())
-	o := RetryOptions{MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Millisecond}.withDefaults()
+	require.Equal(t, Options{MaxAttempts: 10, BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second}, Options{}.WithDefaults())
+	require.Equal(t, Options{MaxAttempts: 10, BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second}, Options{MaxAttempts: -1, BaseDelay: -1, MaxDelay: -1}.WithDefaults())
+	o := Options{MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Millisecond}.WithDefaults()
 	require.Equal(t, time.Second, o.MaxDelay, "MaxDelay is at least BaseDelay")
 }
 
 // Full jitter: each delay lies in [0, min(MaxDelay, BaseDelay·2^(n-1))].
-func TestRetryBackoffBounds(t *testing.T) {
+func TestBackoffBounds(t *testing.T) {
 	t.Parallel()
-	o := RetryOptions{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond}.withDefaults()
+	o := Options{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond}.WithDefaults()
 	for n, bound := range map[int]time.Duration{0: 10 * time.Millisecond, 1: 10 * time.Millisecond, 2: 20 * time.Millisecond, 4: 80 * time.Millisecond, 5: 100 * time.Millisecond, 64: 100 * time.Millisecond, 1 << 20: 100 * time.Millisecond} {
 		for range 200 {
-			d := o.backoff(n)
+			d := o.Backoff(n)
 			require.GreaterOrEqual(t, d, time.Duration(0))
 			require.LessOrEqual(t, d, bound, "retry %d", n)
 		}
 	}
 }
 
-func TestRetryCall(t *testing.T) {
+func TestCall(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	throttled := rtOp(&smithy.GenericAPIError{Code: "ThrottlingException"})
@@ -106,15 +105,15 @@ func TestRetryCall(t *testing.T) {
 		attempt int
 	}
 	var seen []retried
-	o := RetryOptions{MaxAttempts: 4, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond,
+	o := Options{MaxAttempts: 4, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond,
 		OnRetry: func(op string, attempt int, err error) {
 			require.ErrorIs(t, err, throttled)
 			seen = append(seen, retried{op, attempt})
-		}}.withDefaults()
+		}}
 
 	// Transient failures, then success.
 	calls := 0
-	got, err := retryCall(ctx, o, "PutItem", func() (int, error) {
+	got, err := Call(ctx, o, "PutItem", func() (int, error) {
 		if calls++; calls < 3 {
 			return 0, throttled
 		}
@@ -126,7 +125,7 @@ func TestRetryCall(t *testing.T) {
 
 	// The budget runs out: the last error.
 	seen, calls = nil, 0
-	_, err = retryCall(ctx, o, "Scan", func() (int, error) { calls++; return 0, throttled })
+	_, err = Call(ctx, o, "Scan", func() (int, error) { calls++; return 0, throttled })
 	require.ErrorIs(t, err, throttled)
 	require.Equal(t, 4, calls)
 	require.Len(t, seen, 3)
@@ -134,7 +133,7 @@ func TestRetryCall(t *testing.T) {
 	// A permanent error is not retried.
 	calls = 0
 	bad := rtOp(&smithy.GenericAPIError{Code: "ValidationException"})
-	_, err = retryCall(ctx, o, "PutItem", func() (int, error) { calls++; return 0, bad })
+	_, err = Call(ctx, o, "PutItem", func() (int, error) { calls++; return 0, bad })
 	require.ErrorIs(t, err, bad)
 	require.Equal(t, 1, calls)
 
@@ -143,10 +142,10 @@ func TestRetryCall(t *testing.T) {
 	calls = 0
 	slow := o
 	slow.BaseDelay, slow.MaxDelay, slow.OnRetry = time.Hour, time.Hour, func(string, int, error) { cancel() }
-	_, err = retryCall(cctx, slow, "GetRecords", func() (int, error) { calls++; return 0, throttled })
+	_, err = Call(cctx, slow, "GetRecords", func() (int, error) { calls++; return 0, throttled })
 	require.ErrorIs(t, err, throttled, "the call's error, not the context's")
 	require.Equal(t, 1, calls)
 	require.ErrorIs(t, cctx.Err(), context.Canceled)
-	require.ErrorIs(t, sleepCtx(cctx, time.Hour), context.Canceled)
-	require.NoError(t, sleepCtx(ctx, 0))
+	require.ErrorIs(t, Sleep(cctx, time.Hour), context.Canceled)
+	require.NoError(t, Sleep(ctx, 0))
 }
