@@ -96,7 +96,7 @@ func (t *Table[T]) setVersion(item *T, n uint64) {
 // base key.
 type prepared struct {
 	av    map[string]types.AttributeValue
-	texts map[*field]string
+	texts keyTexts
 	key   map[string]types.AttributeValue
 }
 
@@ -148,8 +148,8 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 	}
 	var conds []expression.ConditionBuilder
 	names := make([]string, 0, len(t.s.fields))
-	for a := range t.s.fields {
-		names = append(names, a)
+	for _, f := range t.s.fields {
+		names = append(names, f.attr)
 	}
 	slices.Sort(names)
 	for _, a := range names {
