@@ -10,8 +10,8 @@ import (
 // *CallError (ErrDynamoDB): every request the package sends goes through one
 // of these wrappers. A Table holds its client as calls; CreateTables,
 // CheckSchema and Backfill wrap the client they are given. (The stream
-// consumer's DynamoDB Streams client and checkpoint store are wrapped the
-// same way, by streamCalls and checkpointCalls in stream.go.)
+// package's consumer wraps its DynamoDB Streams client and checkpoint store
+// the same way, in stream/calls.go.)
 
 // calls is a Table's client, with every error wrapped.
 type calls struct{ c Client }

@@ -352,7 +352,7 @@ func curxPos[T any](t testing.TB, tb *Table[T], d *layout, item T) position {
 	require.NoError(t, err)
 	pos := make(position, len(d.slots))
 	for i, f := range d.slots {
-		text, ok := texts[f]
+		text, ok := texts.get(f)
 		require.True(t, ok, "item has no %s", f.attr)
 		pos[i] = text
 	}

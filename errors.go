@@ -8,12 +8,13 @@ import (
 // The sentinel errors. Every error ddbindex returns matches exactly one of
 // them with errors.Is, and [Code] gives that sentinel's stable code; the
 // README's error reference says, per code, why it happens, what to do, and
-// the HTTP status it maps to. The only errors that match two are those that
-// report another error as their cause: a [*PoisonRecordError] also matches
-// the sentinel of its cause, and a consumer pass that fails on a record and
-// then on its checkpoint returns both (errors.Join); Code gives the first.
-// [StreamConsumer.Run] returns its context's error as it is once the
-// context is done.
+// the HTTP status it maps to. This holds for the stream package's errors
+// too. The only errors that match two are those that report another error
+// as their cause: a stream.PoisonRecordError also matches the sentinel of
+// its cause, and a consumer pass that fails on a record and then on its
+// checkpoint returns both (errors.Join); Code gives the first. A stream
+// consumer's Run returns its context's error as it is once the context is
+// done.
 var (
 	// ErrDeclaration: a model's ddbindex tags break a rule (code DDBX-100).
 	// Fix the declaration; the error names the struct, field and rule.
@@ -67,8 +68,8 @@ var (
 
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
-	// refuse, a malformed version or stream record (code DDBX-603). Raised
-	// before any request.
+	// refuse, a malformed version (code DDBX-603). Raised before any
+	// request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
@@ -80,13 +81,21 @@ var (
 	// ErrStreamGap: the stream no longer holds records the consumer had not
 	// applied yet (DynamoDB Streams keeps records for 24 hours), so index
 	// tables may miss changes (code DDBX-700). Backfill the index tables,
-	// then move the checkpoint on.
+	// then move the checkpoint on. The stream package's *GapError matches it.
 	ErrStreamGap = &codedError{"DDBX-700", "stream records were trimmed before they were applied"}
 
 	// ErrPoisonRecord: a stream record whose index writes can never be made,
 	// however often it is retried (code DDBX-701). The error names the
-	// record; a consumer stops on it unless told to skip and report it.
+	// record; a consumer stops on it unless told to skip and report it. The
+	// stream package's *PoisonRecordError matches it.
 	ErrPoisonRecord = &codedError{"DDBX-701", "stream record cannot be applied"}
+
+	// ErrStreamRecord: a malformed stream record: one without a sequence
+	// number, without the images its event needs (the stream's view type is
+	// not NEW_AND_OLD_IMAGES), or with an unknown event or attribute type
+	// (code DDBX-702). It can never be applied, so a consumer treats it as a
+	// poison record.
+	ErrStreamRecord = &codedError{"DDBX-702", "malformed stream record"}
 
 	// ErrMalformedItem: a stored item that a read or Backfill cannot use: it
 	// does not unmarshal into the model, or its key attributes do not decode
@@ -258,7 +267,7 @@ func callErr(op string, table, index *string, err error) error {
 
 // sdkError returns the error a call returned, without the *CallError around
 // it: for errors that report an SDK error as their cause but are not a
-// failed call (a conflict, a stream gap), so that they match one sentinel.
+// failed call (a conflict), so that they match one sentinel.
 func sdkError(err error) error {
 	var ce *CallError
 	if errors.As(err, &ce) {

@@ -759,6 +759,63 @@ func unhex(c byte) int {
 	return -1
 }
 
+// ---- composite keys: joining, labels, prefixes and bounds --------------------
+//
+// Every composite key the package writes, and every prefix or bound it asks
+// DynamoDB to compare with one, is built by the functions below.
+
+// appendComponent appends component i (counting from 0) of a composite key:
+// the separator before every component but the first, the component's label
+// and a separator if it has one, then text encoded as enc encodes it.
+func appendComponent(b []byte, i int, label string, enc encoder, text string) ([]byte, error) {
+	if i > 0 {
+		b = append(b, Separator)
+	}
+	if label != "" {
+		b = append(appendEscaped(b, label), Separator)
+	}
+	return enc.appendText(b, text)
+}
+
+// labelText is a label as it stands, encoded, in a composite key.
+func labelText(label string) string { return string(appendEscaped(nil, label)) }
+
+// exactPrefix returns the prefix of exactly the keys whose leading components
+// encode to p and that have more components after them:
+// begins_with(key, exactPrefix(p)) holds for them and for no other key.
+func exactPrefix(p string) string { return p + string(Separator) }
+
+// lowerBound returns the key text that sorts above every key whose leading
+// components are less than p's and at or below every key whose leading
+// components equal p's. When p is a whole key (more is false) that is p;
+// otherwise it is p and a separator, since the separator sorts below every
+// byte that can follow p inside its last component.
+//
+//	leading < p:  key < lowerBound(p)     leading >= p: key >= lowerBound(p)
+func lowerBound(p string, more bool) string {
+	if !more {
+		return p
+	}
+	return p + string(Separator)
+}
+
+// upperBound returns the key text that sorts above every key whose leading
+// components equal p's (p, a separator and anything) and below every key
+// whose leading components are greater: p itself for a whole key, otherwise p
+// and the escape byte, which sorts above the separator and below every byte
+// that can make p's last component greater, so a greater component (such as
+// p's text followed by "$00") sorts after it.
+//
+//	leading <= p: key < upperBound(p)    leading > p: key > upperBound(p)
+//
+// For a whole key the comparisons are the plain ones: key <= p, key > p.
+func upperBound(p string, more bool) string {
+	if !more {
+		return p
+	}
+	return p + string(escapeByte)
+}
+
 // splitRaw splits an encoded composite key at its separators, leaving each
 // component encoded.
 func splitRaw(key string) []string { return strings.Split(key, string(Separator)) }
@@ -814,16 +871,15 @@ func KeyPrefix(components ...any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return string(append(b, Separator)), nil
+	return exactPrefix(string(b)), nil
 }
 
 func appendComponents(b []byte, components []any) ([]byte, error) {
 	for i, c := range components {
-		if i > 0 {
-			b = append(b, Separator)
+		e, text, err := defaultText(c)
+		if err == nil {
+			b, err = appendComponent(b, i, "", e, text)
 		}
-		var err error
-		b, err = appendAny(b, c)
 		if err != nil {
 			return nil, fmt.Errorf("%w: component %d: %w", ErrInvalidKey, i, err)
 		}
@@ -831,38 +887,42 @@ func appendComponents(b []byte, components []any) ([]byte, error) {
 	return b, nil
 }
 
-// appendAny appends one component of any supported type in its default form.
-func appendAny(b []byte, c any) ([]byte, error) {
+// Encoders of the common component types, chosen without reflection.
+var (
+	stringEncoder = encoder{kind: encString, typ: reflect.TypeFor[string]()}
+	int64Encoder  = encoder{kind: encInt, bits: 64, typ: reflect.TypeFor[int64]()}
+	customEncoder = encoder{kind: encCustom, typ: keyTexterType}
+	timeEncoder   = encoder{kind: encTime, tf: timeRFC3339, typ: timeType}
+)
+
+// defaultText returns the encoder of a component of any supported type in
+// its default form, and the component's key text.
+func defaultText(c any) (encoder, string, error) {
 	switch v := c.(type) {
 	case string:
-		if !utf8.ValidString(v) {
-			return b, errInvalidUTF8
-		}
-		return appendEscaped(b, v), nil
+		return stringEncoder, v, nil
 	case int64:
-		return appendInt(b, v, 0)
+		t, err := int64Encoder.text(reflect.ValueOf(v))
+		return int64Encoder, t, err
 	case int:
-		return appendInt(b, int64(v), 0)
+		t, err := int64Encoder.text(reflect.ValueOf(int64(v)))
+		return int64Encoder, t, err
 	case KeyTexter:
-		s, err := v.KeyText()
-		if err != nil {
-			return b, err
-		}
-		if !utf8.ValidString(s) {
-			return b, errInvalidUTF8
-		}
-		return appendEscaped(b, s), nil
+		t, err := v.KeyText()
+		return customEncoder, t, err
 	case time.Time:
-		return appendTime(b, v, timeRFC3339, 0)
+		t, err := timeEncoder.text(reflect.ValueOf(v))
+		return timeEncoder, t, err
 	case nil:
-		return b, errors.New("nil has no key text")
+		return encoder{}, "", errors.New("nil has no key text")
 	}
 	rv := reflect.ValueOf(c)
 	e, err := newEncoder(rv.Type(), 0, "")
 	if err != nil {
-		return b, err
+		return e, "", err
 	}
-	return e.appendKey(b, rv)
+	t, err := e.text(rv)
+	return e, t, err
 }
 
 // DecodeKey splits an encoded composite key and reads each component into the

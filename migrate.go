@@ -160,6 +160,9 @@ func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparis
 	if err != nil {
 		return nil, queryErr(q.index, "no other index type to compare with: %v", err)
 	}
+	if alt == nil {
+		return nil, queryErr(q.index, "the base table has no other index type to compare with")
+	}
 	if alt.ownTable && alternateTable != "" {
 		alt.table = alternateTable
 	}

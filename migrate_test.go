@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
 // mgPostGSI and mgPostTable declare the same feed index, one token apart:
@@ -187,3 +189,59 @@ type typesAV = types.AttributeValue
 
 func avS(s string) typesAV { return &types.AttributeValueMemberS{Value: s} }
 func avN(s string) typesAV { return &types.AttributeValueMemberN{Value: s} }
+
+// TestBackfillUnderFaults: Backfill under 5% and 30% injected faults writes
+// exactly what a fault-free Backfill writes. (It used to stop at the first
+// failure the SDK gave up on.)
+func TestBackfillUnderFaults(t *testing.T) {
+	t.Parallel()
+	const posts = 240
+	gsi, table, all := mgSetup(t, posts)
+	c := ddbtest.Client(t)
+	sparse := 0
+	for _, p := range all {
+		if p.Feed == nil {
+			sparse++
+		}
+	}
+	// fresh returns a Table of the same base table with a new, empty index
+	// table, whose requests go through client.
+	fresh := func(t *testing.T, client *dynamodb.Client, name string) (*Table[mgPostTable], string) {
+		prefix := ddbtest.Name(t, name)
+		tn := func(s string) string {
+			if s == table.s.table {
+				return gsi.TableName()
+			}
+			return prefix + "-" + s
+		}
+		out, err := New[mgPostTable](client, func(o *Options) { o.TableName = tn })
+		require.NoError(t, err)
+		ddbtest.CreateTable(t, c, out.CreateTableInputs(false)[1])
+		return out, out.tableOf(out.s.byName["newest"])
+	}
+	ref, refTable := fresh(t, c, "want")
+	st, err := ref.Backfill(t.Context(), c, "newest", BackfillOptions{PageSize: 25})
+	require.NoError(t, err)
+	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
+	want := wrScan(t, c, refTable)
+
+	for i, fc := range ddbtest.FaultCases {
+		t.Run(fc.Name, func(t *testing.T) {
+			t.Parallel()
+			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(200+i), nil), fc.Retryer)
+			tb, name := fresh(t, db, fmt.Sprint("case", i))
+			var log ddbtest.RetryLog
+			st, err := tb.Backfill(t.Context(), db, "newest", BackfillOptions{PageSize: 25, Retry: RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}})
+			require.NoError(t, err)
+			retries, quota := log.Counts()
+			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.Name, st, ft.Summary(), retries, quota)
+			require.Positive(t, ft.Injected())
+			require.Equal(t, posts, st.Scanned)
+			require.Equal(t, sparse, st.Sparse)
+			require.Equal(t, posts-sparse, st.Written+st.Skipped, "a write whose answer was lost is skipped on its retry")
+			require.Equal(t, want, wrScan(t, c, name), "exactly the fault-free index table")
+			// (A backfill this small makes too few requests to be sure to
+			// use up the SDK's retry quota; the consumer's test is.)
+		})
+	}
+}

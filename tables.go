@@ -401,7 +401,7 @@ func projectionWords(d *layout) string {
 }
 
 func isKeyAttr(d *layout, attr string) bool {
-	for _, k := range d.storedKeys() {
+	for _, k := range d.stored {
 		if k.attr == attr {
 			return true
 		}

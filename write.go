@@ -26,8 +26,8 @@ import (
 // In write-through mode (Options.WriteThrough) each base write and the
 // index-table writes it implies go in one TransactWriteItems, conditioned on
 // the base item being as it was read; otherwise the base write goes alone and
-// a stream consumer (Table.Apply, StreamConsumer) keeps the index tables in
-// step.
+// a stream consumer (Table.Apply, under package stream's Consumer) keeps the
+// index tables in step.
 
 // maxTransactActions is DynamoDB's limit on actions per transaction.
 const maxTransactActions = 100
@@ -98,7 +98,7 @@ func (t *Table[T]) setVersion(item *T, n uint64) {
 // base key.
 type prepared struct {
 	av    map[string]types.AttributeValue
-	texts map[*field]string
+	texts keyTexts
 	key   map[string]types.AttributeValue
 }
 
@@ -150,8 +150,8 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 	}
 	var conds []expression.ConditionBuilder
 	names := make([]string, 0, len(t.s.fields))
-	for a := range t.s.fields {
-		names = append(names, a)
+	for _, f := range t.s.fields {
+		names = append(names, f.attr)
 	}
 	slices.Sort(names)
 	for _, a := range names {
