@@ -51,7 +51,6 @@ type DeclarationError struct {
 	Rule  string // what is wrong, and what to do
 }
 
-// Error implements the error interface.
 func (e *DeclarationError) Error() string {
 	var b strings.Builder
 	b.WriteString("ddbindex: ")
@@ -67,11 +66,15 @@ func (e *DeclarationError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Rule)
+	b.WriteString(" [" + ErrDeclaration.code + "]")
 	return b.String()
 }
 
 // Is makes DeclarationError match ErrDeclaration.
 func (e *DeclarationError) Is(target error) bool { return target == ErrDeclaration }
+
+// Code returns ErrDeclaration's code.
+func (e *DeclarationError) Code() string { return ErrDeclaration.code }
 
 // field is one model attribute that takes part in a key.
 type field struct {

@@ -47,8 +47,16 @@ type IndexWrite struct {
 //	projected attributes changed, keys the same    → put the entry
 //	nothing the index holds changed                → no write
 //
-// It sends nothing.
-func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
+// It sends nothing. Its errors match [ErrInvalidWrite]: a change that
+// cannot be written (a malformed version, an image that does not fit the
+// model, a key value out of range) fails the same way however often it is
+// tried.
+func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
+	defer func() {
+		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) {
+			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
+		}
+	}()
 	if !isDecimal(c.Version) {
 		return nil, fmt.Errorf("%w: version %q is not a decimal integer", ErrInvalidWrite, c.Version)
 	}
@@ -334,8 +342,9 @@ type ApplyStats struct {
 	Puts    int // live entries written
 	Deletes int // tombstones written
 	Stale   int // writes skipped because the entry already holds this change or a newer one
-	// Skipped counts poison stream records that a StreamConsumer's OnPoison
-	// hook chose to skip (Apply never skips: it returns the error).
+	// Skipped counts poison stream records that the OnPoison hook of a
+	// stream consumer (package stream) chose to skip (Apply never skips: it
+	// returns the error).
 	Skipped int
 }
 
@@ -389,7 +398,7 @@ func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder 
 func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (stale bool, err error) {
 	expr, err := expression.NewBuilder().WithCondition(t.versionCondition(version)).Build()
 	if err != nil {
-		return false, fmt.Errorf("ddbindex: %w", err)
+		return false, writeErr("%w", err)
 	}
 	_, err = t.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(w.Table),

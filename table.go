@@ -142,7 +142,7 @@ func (o *Options) setDefaults() {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	client  Client
+	client  calls // every request goes through it (calls.go)
 	s       *schema
 	opts    Options
 	memo    *memo // the page fill's memory of live ratios
@@ -186,7 +186,7 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes: " + err.Error()}
 		}
 	}
-	return &Table[T]{client: client, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
+	return &Table[T]{client: calls{client}, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
 }
 
 // TableName returns the physical name of the base table.
