@@ -4,14 +4,15 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // This file is the one place where a failed call to DynamoDB becomes a
 // *CallError (ErrDynamoDB): every request the package sends goes through one
 // of these wrappers. A Table holds its client as calls; CreateTables,
-// CheckSchema and Backfill wrap the client they are given. (The stream
-// package's consumer wraps its DynamoDB Streams client and checkpoint store
-// the same way, in stream/calls.go.)
+// CheckSchema and Backfill wrap the client they are given, and Backfill its
+// checkpoint store. (The stream package's consumer wraps its DynamoDB
+// Streams client and checkpoint store the same way, in stream/calls.go.)
 
 // calls is a Table's client, with every error wrapped.
 type calls struct{ c Client }
@@ -76,4 +77,26 @@ type scanCalls struct{ c ScanAPI }
 func (w scanCalls) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	out, err := w.c.Scan(ctx, in, optFns...)
 	return out, callErr("Scan", in.TableName, in.IndexName, err)
+}
+
+// describeCalls is the DescribeTable of the ScanAPI Backfill is given, with
+// every error wrapped.
+type describeCalls struct{ c describeAPI }
+
+func (w describeCalls) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	out, err := w.c.DescribeTable(ctx, in, optFns...)
+	return out, callErr("DescribeTable", in.TableName, nil, err)
+}
+
+// checkpointCalls is Backfill's checkpoint store, with every error wrapped
+// (operations "LoadBackfillCheckpoint" and "SaveBackfillCheckpoint").
+type checkpointCalls struct{ c BackfillCheckpoints }
+
+func (w checkpointCalls) Load(ctx context.Context, key string) (map[BackfillSegment]BackfillCheckpoint, error) {
+	cps, err := w.c.Load(ctx, key)
+	return cps, callErr("LoadBackfillCheckpoint", nil, nil, err)
+}
+
+func (w checkpointCalls) Save(ctx context.Context, key string, segment BackfillSegment, lastEvaluatedKey map[string]types.AttributeValue) error {
+	return callErr("SaveBackfillCheckpoint", nil, nil, w.c.Save(ctx, key, segment, lastEvaluatedKey))
 }

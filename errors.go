@@ -68,14 +68,14 @@ var (
 
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
-	// refuse, a malformed version (code DDBX-603). Raised before any
-	// request.
+	// refuse, a malformed version, BackfillOptions out of range (code
+	// DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
-	// declared or configured: Backfill of an index that is not an index
-	// table, Update of a model whose index tables are written through
-	// (code DDBX-604). Raised before any request.
+	// declared or configured: Backfill of the base table, Update of a
+	// model whose index tables are written through (code DDBX-604). Raised
+	// before any request.
 	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not
@@ -99,14 +99,15 @@ var (
 
 	// ErrMalformedItem: a stored item that a read or Backfill cannot use: it
 	// does not unmarshal into the model, or its key attributes do not decode
-	// as the declarations say (code DDBX-800). The data, or a declaration
+	// as the declarations say; a malformed backfill checkpoint (code
+	// DDBX-800). The data, or a declaration
 	// changed under it, needs repair; retrying does not help.
 	ErrMalformedItem = &codedError{"DDBX-800", "stored item does not fit the model"}
 
-	// ErrDynamoDB: a call to DynamoDB, DynamoDB Streams or a stream
-	// consumer's checkpoint store failed: throttling, a 5xx answer, a
-	// connection error, a canceled context, or a request the service refused
-	// (code DDBX-900). The error is a [*CallError], which names the call and
+	// ErrDynamoDB: a call to DynamoDB, DynamoDB Streams, or the checkpoint
+	// store of a stream consumer or of Backfill failed: throttling, a 5xx
+	// answer, a connection error, a canceled context, or a request the
+	// service refused (code DDBX-900). The error is a [*CallError], which names the call and
 	// unwraps to the SDK's error; its Transient method tells whether a later
 	// attempt may succeed.
 	ErrDynamoDB = &codedError{"DDBX-900", "DynamoDB call failed"}
@@ -204,14 +205,17 @@ func cursorErr(err error, format string, args ...any) error {
 	return &CursorError{Reason: fmt.Sprintf(format, args...), Err: err}
 }
 
-// CallError is a failed call to DynamoDB, DynamoDB Streams or a stream
-// consumer's checkpoint store. It matches [ErrDynamoDB], and unwraps to the
+// CallError is a failed call to DynamoDB, DynamoDB Streams, or the
+// checkpoint store of a stream consumer or of Backfill. It matches [ErrDynamoDB], and unwraps to the
 // error the call returned, so errors.As still finds the SDK's types
 // (smithy.APIError, *types.ResourceNotFoundException, ...).
 type CallError struct {
 	// Op is the operation: an API operation such as "Query", "PutItem" or
-	// "GetRecords", or "Checkpoint" and "SetCheckpoint" for the checkpoint
-	// store.
+	// "GetRecords"; "Checkpoint" and "SetCheckpoint" for a stream
+	// consumer's checkpoint store; "LoadBackfillCheckpoint" and
+	// "SaveBackfillCheckpoint" for Backfill's. A call Backfill did not send
+	// because its context ended while it waited for the write-rate limit
+	// names the write it was waiting to send.
 	Op string
 	// Table is the table the request named; "" for TransactWriteItems
 	// (which may span tables) and the stream operations.

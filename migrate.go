@@ -2,135 +2,15 @@ package ddbindex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // This file backs a GSI-to-index-table migration, in the write-up's steps:
-// fill the index table from the base table (Backfill) while the stream
-// consumer runs, compare both paths' answers side by side (Compare), widen,
-// and once GSI reads reach zero, drop the GSI and flip the declaration.
-
-// ScanAPI is the part of the DynamoDB client that Backfill needs.
-// *dynamodb.Client implements it.
-type ScanAPI interface {
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
-// backfillVersion is the version of entries a backfill writes: older than
-// every change the stream brings.
-var backfillVersion = &types.AttributeValueMemberN{Value: "0"}
-
-// BackfillOptions configure [Table.Backfill].
-type BackfillOptions struct {
-	// Segment and TotalSegments split the scan for parallel workers
-	// (TotalSegments 0 or 1: one worker reads everything).
-	Segment, TotalSegments int32
-	// PageSize is the Limit of each Scan request. Default 500.
-	PageSize int32
-	// Progress, if set, is called after every Scan page with the totals so far.
-	Progress func(BackfillStats)
-	// Retry bounds Backfill's retries of each Scan and each write that fails
-	// with a transient error (throttling, 5xx, connection errors, the SDK's
-	// retry quota used up). Retrying is safe: the scan re-reads the same page,
-	// and a write whose first attempt was applied fails its condition and
-	// counts as Skipped.
-	Retry RetryOptions
-}
-
-// BackfillStats counts what a backfill did.
-type BackfillStats struct {
-	Scanned int // base items read
-	Written int // index entries written
-	Skipped int // entries already written by the stream (or an earlier backfill), left as they were
-	Sparse  int // base items not in the index
-}
-
-// Backfill fills an index table from the base table: the index's kept form
-// during a migration (keep=table), else its declared form. It scans the base table
-// and writes every item's entry, conditioned on no entry being there yet, so
-// it never overwrites what the stream consumer (which should already run)
-// has written. Entries it writes carry version 0, below every stream change.
-// Run it again, or in parallel segments, safely. An index that is not an
-// index table is refused with [ErrUnsupported]; a base item it cannot index
-// stops it with [ErrMalformedItem].
-func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts BackfillOptions) (BackfillStats, error) {
-	var st BackfillStats
-	d, err := t.index(index)
-	if err != nil {
-		return st, err
-	}
-	d = d.backfilled()
-	if !d.ownTable {
-		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrUnsupported, indexLabel(index), d.kind)
-	}
-	api = scanCalls{api}
-	if opts.PageSize <= 0 {
-		opts.PageSize = 500
-	}
-	opts.Retry = opts.Retry.withDefaults()
-	in := &dynamodb.ScanInput{TableName: aws.String(t.TableName()), Limit: aws.Int32(opts.PageSize)}
-	if opts.TotalSegments > 1 {
-		in.Segment, in.TotalSegments = aws.Int32(opts.Segment), aws.Int32(opts.TotalSegments)
-	}
-	cond, err := expression.NewBuilder().WithCondition(expression.Name(t.opts.VersionAttr).AttributeNotExists()).Build()
-	if err != nil {
-		return st, writeErr("%w", err)
-	}
-	for {
-		out, err := retryCall(ctx, opts.Retry, "Scan", func() (*dynamodb.ScanOutput, error) { return api.Scan(ctx, in) })
-		if err != nil {
-			return st, fmt.Errorf("ddbindex: scan %s: %w", t.TableName(), err)
-		}
-		for _, img := range out.Items {
-			st.Scanned++
-			live := t.liveImage(img)
-			if live == nil {
-				st.Sparse++
-				continue
-			}
-			texts, err := t.s.imageTexts(live, nil, nil)
-			if err != nil {
-				return st, fmt.Errorf("%w: %w", ErrMalformedItem, err)
-			}
-			e, err := t.imageEntry(d, live, texts, backfillVersion, 0)
-			if err != nil {
-				return st, fmt.Errorf("%w: %w", ErrMalformedItem, err)
-			}
-			if e == nil {
-				st.Sparse++
-				continue
-			}
-			put := &dynamodb.PutItemInput{
-				TableName: aws.String(t.tableOf(d)), Item: e, ConditionExpression: cond.Condition(),
-				ExpressionAttributeNames: cond.Names(),
-			}
-			_, err = retryCall(ctx, opts.Retry, "PutItem", func() (*dynamodb.PutItemOutput, error) { return t.client.PutItem(ctx, put) })
-			var ccf *types.ConditionalCheckFailedException
-			switch {
-			case errors.As(err, &ccf):
-				st.Skipped++
-			case err != nil:
-				return st, fmt.Errorf("ddbindex: backfill %s: %w", t.tableOf(d), err)
-			default:
-				st.Written++
-			}
-		}
-		if opts.Progress != nil {
-			opts.Progress(st)
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return st, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
+// fill the index table from the base table (Backfill, in backfill.go) while
+// the stream consumer runs, compare both paths' answers side by side
+// (Compare), widen, and once GSI reads reach zero, drop the GSI and flip the
+// declaration.
 
 // Comparison is the result of [Query.Compare]: the same query read through
 // an index as declared and as the other index type, page by page.
@@ -240,11 +120,4 @@ func (t *Table[T]) keyOfItem(item *T) string {
 		return "(" + err.Error() + ")"
 	}
 	return keyString(key)
-}
-
-// backfilled is the form of d's index that Backfill fills: the kept form of
-// an index in migration (the form being introduced, in either direction),
-// else the declared one.
-func (d *layout) backfilled() *layout {
-	return d.decl.forms[len(d.decl.forms)-1]
 }

@@ -3,6 +3,7 @@ package ddbindex
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -82,8 +83,11 @@ func TestBackfillThenCompare(t *testing.T) {
 	require.False(t, c.Equal())
 	require.Contains(t, c.Differences[0], "page 1: 7 items as a gsi, 0 as a table")
 
-	var progress []BackfillStats
-	st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{PageSize: 16, Progress: func(s BackfillStats) { progress = append(progress, s) }})
+	var progress []BackfillProgress
+	st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) {
+		o.PageSize = 16
+		o.Progress = func(p BackfillProgress) { progress = append(progress, p) }
+	})
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 	require.GreaterOrEqual(t, len(progress), 4, "a progress report per scan page")
@@ -96,7 +100,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A second backfill leaves every entry as it is.
-	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{})
+	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
 
@@ -114,7 +118,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A backfill after it does not bring the tombstoned entry back.
-	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{})
+	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)
@@ -130,7 +134,7 @@ func TestCompareReportsDifferences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	gsi, table, posts := mgSetup(t, 20)
-	_, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{})
+	_, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 
 	// The index table misses a change: a post's text changed in the base
@@ -161,10 +165,27 @@ func TestCompareAndBackfillRefusals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = gsi.Query("", "p1").Compare(context.Background(), "")
 	require.ErrorIs(t, err, ErrInvalidQuery)
-	_, err = gsi.Backfill(context.Background(), nil, "newest", BackfillOptions{})
-	require.ErrorIs(t, err, ErrUnsupported)
-	_, err = gsi.Backfill(context.Background(), nil, "nope", BackfillOptions{})
+	_, err = gsi.Backfill(context.Background(), nil, "", func(*BackfillOptions) {})
+	require.ErrorIs(t, err, ErrUnsupported, "the base table is no index")
+	_, err = gsi.Backfill(context.Background(), nil, "nope")
 	require.ErrorIs(t, err, ErrInvalidQuery)
+	_, err = gsi.Backfill(context.Background(), nil, "newest")
+	require.ErrorIs(t, err, ErrInvalidWrite, "no ScanAPI")
+	for name, fn := range map[string]func(*BackfillOptions){
+		"negative Workers":             func(o *BackfillOptions) { o.Workers = -1 },
+		"negative PageSize":            func(o *BackfillOptions) { o.PageSize = -5 },
+		"negative TotalSegments":       func(o *BackfillOptions) { o.TotalSegments = -2 },
+		"Segment without a total":      func(o *BackfillOptions) { o.Segment = 1 },
+		"Segment past the total":       func(o *BackfillOptions) { o.Segment, o.TotalSegments = 4, 4 },
+		"more workers than segments":   func(o *BackfillOptions) { o.Segment, o.TotalSegments, o.Workers = 2, 4, 3 },
+		"negative Segment":             func(o *BackfillOptions) { o.Segment, o.TotalSegments = -1, 4 },
+		"negative WriteUnitsPerSecond": func(o *BackfillOptions) { o.WriteUnitsPerSecond = -1 },
+		"NaN WriteUnitsPerSecond":      func(o *BackfillOptions) { o.WriteUnitsPerSecond = math.NaN() },
+	} {
+		_, err = gsi.Backfill(context.Background(), failingScan{}, "newest", fn)
+		require.ErrorIs(t, err, ErrInvalidWrite, name)
+		require.Equal(t, "DDBX-603", Code(err), name)
+	}
 }
 
 func TestBackfillSegments(t *testing.T) {
@@ -173,7 +194,9 @@ func TestBackfillSegments(t *testing.T) {
 	_, table, posts := mgSetup(t, 30)
 	total := BackfillStats{}
 	for seg := int32(0); seg < 3; seg++ {
-		st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{Segment: seg, TotalSegments: 3})
+		st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) {
+			o.Segment, o.TotalSegments = seg, 3
+		})
 		require.NoError(t, err)
 		total.Scanned += st.Scanned
 		total.Written += st.Written
@@ -220,7 +243,7 @@ func TestBackfillUnderFaults(t *testing.T) {
 		return out, out.tableOf(out.s.byName["newest"])
 	}
 	ref, refTable := fresh(t, c, "want")
-	st, err := ref.Backfill(t.Context(), c, "newest", BackfillOptions{PageSize: 25})
+	st, err := ref.Backfill(t.Context(), c, "newest", func(o *BackfillOptions) { o.PageSize = 25 })
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
 	want := wrScan(t, c, refTable)
@@ -231,7 +254,10 @@ func TestBackfillUnderFaults(t *testing.T) {
 			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(200+i), nil), fc.Retryer)
 			tb, name := fresh(t, db, fmt.Sprint("case", i))
 			var log ddbtest.RetryLog
-			st, err := tb.Backfill(t.Context(), db, "newest", BackfillOptions{PageSize: 25, Retry: RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}})
+			st, err := tb.Backfill(t.Context(), db, "newest", func(o *BackfillOptions) {
+				o.PageSize = 25
+				o.Retry = RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}
+			})
 			require.NoError(t, err)
 			retries, quota := log.Counts()
 			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.Name, st, ft.Summary(), retries, quota)
