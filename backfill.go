@@ -150,15 +150,16 @@ type BackfillProgress struct {
 	Elapsed time.Duration
 	// ItemsPerSecond is the rate of items scanned since the call started.
 	ItemsPerSecond float64
-	// Estimate is the number of items the call's segments hold, from the
-	// table's ItemCount (DescribeTable; DynamoDB updates it about every six
-	// hours) times the share of the table those segments are; -1 when
-	// unknown (the ScanAPI has no DescribeTable, or it failed). A segment
-	// resumed from a checkpoint counts whole.
+	// Estimate is the number of items the call scans: for each finished
+	// segment the items it scanned, for each other one its share of the
+	// table's ItemCount (from DescribeTable, which DynamoDB updates about
+	// every six hours), or the items it scanned so far when more. -1 when
+	// unknown: Progress is not set, the ScanAPI has no DescribeTable, or it
+	// failed. A segment resumed from a checkpoint counts its whole share,
+	// so the estimate is high until it finishes.
 	Estimate int64
-	// ETA is the time left at the current rate to scan Estimate items; -1
-	// when unknown, or when more items than the estimate were scanned (it
-	// was stale).
+	// ETA is the time left to scan the Estimate at the rate so far; -1 when
+	// the estimate is unknown.
 	ETA time.Duration
 }
 
@@ -246,10 +247,12 @@ type backfill[T any] struct {
 	derived []*keyAttr
 	sources []string
 
-	mu       sync.Mutex // guards st and serialises Progress
-	st       BackfillStats
-	start    time.Time
-	estimate int64 // -1: unknown
+	mu      sync.Mutex // guards st and the segments, and serialises Progress
+	st      BackfillStats
+	start   time.Time
+	share   float64        // the items of one segment by ItemCount; -1: unknown
+	scanned map[int32]int  // items scanned by each segment of the call
+	done    map[int32]bool // the call's segments that are finished (before the call, or in it)
 }
 
 // newBackfill checks the options and prepares what every item needs.
@@ -295,7 +298,8 @@ func (t *Table[T]) newBackfill(d *layout, api ScanAPI, o BackfillOptions) (*back
 	if o.sleep == nil {
 		o.sleep = retry.Sleep
 	}
-	b := &backfill[T]{t: t, d: d, api: scanCalls{api}, o: o, total: total, estimate: -1,
+	b := &backfill[T]{t: t, d: d, api: scanCalls{api}, o: o, total: total, share: -1,
+		scanned: map[int32]int{}, done: map[int32]bool{},
 		key: t.TableName() + "#" + d.name + "#" + d.kind.String(),
 	}
 	if dt, ok := api.(describeAPI); ok {
@@ -358,6 +362,7 @@ func (b *backfill[T]) run(ctx context.Context) (BackfillStats, error) {
 		switch {
 		case ok && cp.Done:
 			b.st.AlreadyDone++
+			b.done[seg.Segment] = true
 		case ok && len(cp.LastEvaluatedKey) > 0:
 			b.st.Resumed++
 			todo = append(todo, segmentStart{seg: seg, from: cp.LastEvaluatedKey})
@@ -373,7 +378,7 @@ func (b *backfill[T]) run(ctx context.Context) (BackfillStats, error) {
 		if err == nil && out.Table != nil && out.Table.ItemCount != nil {
 			// The estimate is progress information only: without it the
 			// backfill runs the same.
-			b.estimate = int64(math.Round(float64(*out.Table.ItemCount) * float64(len(todo)) / float64(b.total)))
+			b.share = float64(*out.Table.ItemCount) / float64(b.total)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -410,7 +415,7 @@ func (b *backfill[T]) scan(ctx context.Context, s segmentStart) error {
 			page.Scanned++
 			if err := b.item(ctx, img, &page); err != nil {
 				page.Scanned-- // counted nowhere else: it was not backfilled
-				b.report(page, false)
+				b.report(s.seg, page, false, false)
 				return err
 			}
 		}
@@ -419,11 +424,11 @@ func (b *backfill[T]) scan(ctx context.Context, s segmentStart) error {
 				return struct{}{}, b.o.Checkpoint.Save(ctx, b.key, s.seg, out.LastEvaluatedKey)
 			})
 			if err != nil {
-				b.report(page, false)
+				b.report(s.seg, page, false, false)
 				return fmt.Errorf("ddbindex: backfill of %s: saving the checkpoint of segment %d/%d: %w", b.key, s.seg.Segment, s.seg.Total, err)
 			}
 		}
-		b.report(page, true)
+		b.report(s.seg, page, len(out.LastEvaluatedKey) == 0, true)
 		if len(out.LastEvaluatedKey) == 0 {
 			return nil
 		}
@@ -431,21 +436,37 @@ func (b *backfill[T]) scan(ctx context.Context, s segmentStart) error {
 	}
 }
 
-// report adds a page's counts to the totals and, when progress is true,
-// calls Progress.
-func (b *backfill[T]) report(page BackfillStats, progress bool) {
+// report adds a page of segment seg to the totals, and whether it was the
+// segment's last; when progress is true, it calls Progress.
+func (b *backfill[T]) report(seg BackfillSegment, page BackfillStats, last, progress bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.st.add(page)
+	b.scanned[seg.Segment] += page.Scanned
+	if last {
+		b.done[seg.Segment] = true
+	}
 	if !progress || b.o.Progress == nil {
 		return
 	}
-	p := BackfillProgress{BackfillStats: b.st, Elapsed: b.o.now().Sub(b.start), Estimate: b.estimate, ETA: -1}
+	p := BackfillProgress{BackfillStats: b.st, Elapsed: b.o.now().Sub(b.start), Estimate: -1, ETA: -1}
 	if p.Elapsed > 0 {
 		p.ItemsPerSecond = float64(p.Scanned) / p.Elapsed.Seconds()
 	}
-	if left := p.Estimate - int64(p.Scanned); p.Estimate >= 0 && left >= 0 && p.ItemsPerSecond > 0 {
-		p.ETA = time.Duration(float64(left) / p.ItemsPerSecond * float64(time.Second))
+	if b.share >= 0 {
+		est := 0.0
+		for i := range int32(b.o.Workers) {
+			n := b.o.Segment + i
+			if b.done[n] {
+				est += float64(b.scanned[n]) // 0 for a segment finished before the call
+			} else {
+				est += max(b.share, float64(b.scanned[n]))
+			}
+		}
+		p.Estimate = int64(math.Round(est))
+		if p.ItemsPerSecond > 0 {
+			p.ETA = time.Duration(float64(max(0, p.Estimate-int64(p.Scanned))) / p.ItemsPerSecond * float64(time.Second))
+		}
 	}
 	b.o.Progress(p)
 }

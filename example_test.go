@@ -321,15 +321,15 @@ func ExampleCode_httpStatus() {
 	// GET /tickets?team=TEAM-7 → 503 DDBX-900 (Retry-After: 1)
 }
 
-// Order is an order, listed per customer by state, at the step of a
+// Order is an order, listed per customer by state and id, at the step of a
 // rollback from an index table to a GSI where reads still use the table and
 // every write keeps the GSI's derived attributes too (keep=gsi).
 type Order struct {
 	_        ddbindex.TableSpec `ddbindex:"example-orders"`
 	_        ddbindex.IndexSpec `ddbindex:"by_state,type=table,keep=gsi"`
-	ID       string             `dynamodbav:"id"       ddbindex:"pk"`
+	ID       string             `dynamodbav:"id"       ddbindex:"pk;by_state.sk:1"`
 	Customer string             `dynamodbav:"customer" ddbindex:"by_state.pk,label=CUSTOMER"`
-	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk"`
+	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk:0"`
 }
 
 // OrderBefore is the step before: the index table alone. Its writes leave
@@ -337,9 +337,9 @@ type Order struct {
 type OrderBefore struct {
 	_        ddbindex.TableSpec `ddbindex:"example-orders"`
 	_        ddbindex.IndexSpec `ddbindex:"by_state,type=table"`
-	ID       string             `dynamodbav:"id"       ddbindex:"pk"`
+	ID       string             `dynamodbav:"id"       ddbindex:"pk;by_state.sk:1"`
 	Customer string             `dynamodbav:"customer" ddbindex:"by_state.pk,label=CUSTOMER"`
-	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk"`
+	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk:0"`
 }
 
 // Backfill the GSI a rollback brings back: orders written before the step
