@@ -37,7 +37,11 @@
 // (stream.Consumer). That package alone imports the DynamoDB Streams client
 // and aws-lambda-go, so a service that only reads does not.
 // [Table.CreateTables] and [Table.CheckSchema] create and verify the tables
-// from the declarations.
+// from the declarations. [Table.Backfill] fills the form of an index that a
+// migration introduces from the items already there — an index table's
+// entries, or a GSI's derived key attributes on the base items — in
+// parallel segments, at a capped write rate, resuming from checkpoints
+// after a crash.
 //
 // Every error matches exactly one sentinel with errors.Is ([ErrInvalidCursor]
 // is the one a client's cursor fails with: HTTP 400) and has a stable code
