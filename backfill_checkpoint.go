@@ -102,8 +102,19 @@ type DynamoDBBackfillCheckpoints struct {
 // control table.
 const backfillPrefix = "backfill#"
 
+// check reports a store that cannot send requests.
+func (s *DynamoDBBackfillCheckpoints) check() error {
+	if s.Client == nil || s.Table == "" {
+		return fmt.Errorf("%w: DynamoDBBackfillCheckpoints needs a Client and a Table", ErrInvalidWrite)
+	}
+	return nil
+}
+
 // Load reads the positions saved under key (strongly consistent).
 func (s *DynamoDBBackfillCheckpoints) Load(ctx context.Context, key string) (map[BackfillSegment]BackfillCheckpoint, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	c := calls{s.Client}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.Table),
@@ -134,6 +145,9 @@ func (s *DynamoDBBackfillCheckpoints) Load(ctx context.Context, key string) (map
 
 // Save writes segment's position under key.
 func (s *DynamoDBBackfillCheckpoints) Save(ctx context.Context, key string, segment BackfillSegment, lastEvaluatedKey map[string]types.AttributeValue) error {
+	if err := s.check(); err != nil {
+		return err
+	}
 	item := map[string]types.AttributeValue{
 		controlPK: &types.AttributeValueMemberS{Value: backfillPrefix + key},
 		controlSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", segment.Segment, segment.Total)},

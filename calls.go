@@ -89,14 +89,26 @@ func (w describeCalls) DescribeTable(ctx context.Context, in *dynamodb.DescribeT
 }
 
 // checkpointCalls is Backfill's checkpoint store, with every error wrapped
-// (operations "LoadBackfillCheckpoint" and "SaveBackfillCheckpoint").
+// (operations "LoadBackfillCheckpoint" and "SaveBackfillCheckpoint") but
+// those that already match a sentinel: the errors of
+// DynamoDBBackfillCheckpoints, whose requests are wrapped, and its
+// ErrMalformedItem.
 type checkpointCalls struct{ c BackfillCheckpoints }
 
 func (w checkpointCalls) Load(ctx context.Context, key string) (map[BackfillSegment]BackfillCheckpoint, error) {
 	cps, err := w.c.Load(ctx, key)
-	return cps, callErr("LoadBackfillCheckpoint", nil, nil, err)
+	return cps, storeErr("LoadBackfillCheckpoint", err)
 }
 
 func (w checkpointCalls) Save(ctx context.Context, key string, segment BackfillSegment, lastEvaluatedKey map[string]types.AttributeValue) error {
-	return callErr("SaveBackfillCheckpoint", nil, nil, w.c.Save(ctx, key, segment, lastEvaluatedKey))
+	return storeErr("SaveBackfillCheckpoint", w.c.Save(ctx, key, segment, lastEvaluatedKey))
+}
+
+// storeErr wraps an error of a caller's store in a *CallError, unless it
+// already matches a sentinel.
+func storeErr(op string, err error) error {
+	if err == nil || Code(err) != "" {
+		return err
+	}
+	return callErr(op, nil, nil, err)
 }

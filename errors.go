@@ -213,7 +213,8 @@ type CallError struct {
 	// Op is the operation: an API operation such as "Query", "PutItem" or
 	// "GetRecords"; "Checkpoint" and "SetCheckpoint" for a stream
 	// consumer's checkpoint store; "LoadBackfillCheckpoint" and
-	// "SaveBackfillCheckpoint" for Backfill's. A call Backfill did not send
+	// "SaveBackfillCheckpoint" for Backfill's (the DynamoDB store's own
+	// requests report theirs: "Query", "PutItem"). A call Backfill did not send
 	// because its context ended while it waited for the write-rate limit
 	// names the write it was waiting to send.
 	Op string
