@@ -33,7 +33,8 @@
 // base table's stream ([Table.Apply], [StreamConsumer], and the Lambda adapter
 // [Table.ApplyLambdaEvent]), with every entry conditioned on the version of
 // the change that wrote it. [Table.CreateTables] and [Table.CheckSchema]
-// create and verify the tables from the declarations.
+// create and verify the tables from the declarations, and [Table.Prepare]
+// brings existing tables to what the declarations need.
 //
 // Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
 // one to map to HTTP 400) and has a stable code ([Code]); the README's error

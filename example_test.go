@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +205,61 @@ func ExampleEncodeKey() {
 	// Output:
 	// open#b42#a$23b
 	// open#
+}
+
+// Order is a shop order; a GSI lists a customer's orders by the time they
+// were placed.
+type Order struct {
+	_ ddbindex.TableSpec `ddbindex:"example-orders"`
+	_ ddbindex.IndexSpec `ddbindex:"by_customer,type=gsi"`
+
+	ID       string    `dynamodbav:"id"       ddbindex:"pk"`
+	Customer string    `dynamodbav:"customer" ddbindex:"by_customer.pk"`
+	Placed   time.Time `dynamodbav:"placed"   ddbindex:"by_customer.sk"`
+}
+
+// Prepare creates what the declarations need and the account lacks (here
+// everything: the base table with its GSI, and the control table of the
+// routes), waits until it is active, and says what it did; CheckSchema then
+// passes, and a second call has nothing to do. On tables that exist, it adds
+// the missing GSIs and index tables, the stream and TTL.
+func ExampleTable_Prepare() {
+	ctx := context.Background()
+	client := ddbtest.NewClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	orders, err := ddbindex.New[Order](client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return prefix + s }
+		o.ControlTable = prefix + "routes"
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		for _, name := range []string{orders.TableName(), prefix + "routes"} {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+		}
+	}()
+
+	report, err := orders.Prepare(ctx, client, func(o *ddbindex.PrepareOptions) {
+		o.WaitMinDelay = 10 * time.Millisecond // a local server is quick
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, step := range report.Steps {
+		fmt.Println(strings.ReplaceAll(step, prefix, ""))
+	}
+	fmt.Println("schema check:", orders.CheckSchema(ctx, client))
+	again, err := orders.Prepare(ctx, client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("second call changed something:", again.Changed())
+	// Output:
+	// created table example-orders (GSI by_customer)
+	// created table routes
+	// schema check: <nil>
+	// second call changed something: false
 }

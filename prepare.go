@@ -78,8 +78,8 @@ type PrepareEvent struct {
 	Busy error
 }
 
-// PrepareReport says what [Table.Prepare] did. After a call that changed
-// nothing, every field is empty.
+// PrepareReport says what [Table.Prepare] did. After a call that found
+// nothing to do, every field is empty.
 type PrepareReport struct {
 	// Steps lists, in order, every change Prepare made and every wait for
 	// a table or GSI it found not yet ACTIVE, in words.
@@ -402,7 +402,7 @@ func (p *preparer[T]) createGSI(ctx context.Context, d *layout) error {
 			}
 			if provisioned(desc) {
 				create.ProvisionedThroughput = p.o.GSIThroughput
-				if create.ProvisionedThroughput == nil {
+				if create.ProvisionedThroughput == nil && desc.ProvisionedThroughput != nil {
 					create.ProvisionedThroughput = &types.ProvisionedThroughput{
 						ReadCapacityUnits:  desc.ProvisionedThroughput.ReadCapacityUnits,
 						WriteCapacityUnits: desc.ProvisionedThroughput.WriteCapacityUnits,
