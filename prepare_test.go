@@ -408,8 +408,13 @@ type awsFake struct {
 	// does on a provisioned table (node_modules/dynalite/actions/updateTable.js
 	// handles only throughput updates).
 	ignoreGSICreate bool
+	// racedCreates names tables another caller creates (ACTIVE, TTL on
+	// _ttl) just before Prepare's CreateTable, which then fails with
+	// ResourceInUseException.
+	racedCreates []string
 	// Records.
 	gsiCreates []types.CreateGlobalSecondaryIndexAction
+	changes    int // calls that change something
 	calls      int
 	noOption   int // calls without the test's client option
 }
@@ -492,9 +497,14 @@ func (f *awsFake) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.enter(optFns)
+	if slices.Contains(f.racedCreates, aws.ToString(in.TableName)) {
+		f.racedCreates = slices.DeleteFunc(f.racedCreates, func(n string) bool { return n == aws.ToString(in.TableName) })
+		f.put(in).ttl = types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusEnabled, AttributeName: aws.String("_ttl")}
+	}
 	if _, ok := f.tables[aws.ToString(in.TableName)]; ok {
 		return nil, &types.ResourceInUseException{Message: aws.String("Table already exists: " + aws.ToString(in.TableName))}
 	}
+	f.changes++
 	ft := f.put(in)
 	ft.desc.TableStatus, ft.polls = types.TableStatusCreating, f.createPolls
 	if s := in.StreamSpecification; s != nil && aws.ToBool(s.StreamEnabled) {
@@ -570,6 +580,7 @@ func (f *awsFake) UpdateTable(_ context.Context, in *dynamodb.UpdateTableInput, 
 	if ops != 1 {
 		return nil, fakeValidation("the fake supports one GSI create or one stream change per UpdateTable")
 	}
+	f.changes++
 	if s := in.StreamSpecification; s != nil {
 		if cur := ft.desc.StreamSpecification; cur != nil && aws.ToBool(cur.StreamEnabled) {
 			return nil, fakeValidation("Table already has an enabled stream: " + aws.ToString(in.TableName))
@@ -639,6 +650,7 @@ func (f *awsFake) UpdateTimeToLive(_ context.Context, in *dynamodb.UpdateTimeToL
 	if ft.ttl.TimeToLiveStatus != types.TimeToLiveStatusDisabled {
 		return nil, fakeValidation("TimeToLive is already enabled")
 	}
+	f.changes++
 	ft.ttl = types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusEnabling, AttributeName: in.TimeToLiveSpecification.AttributeName}
 	return &dynamodb.UpdateTimeToLiveOutput{TimeToLiveSpecification: in.TimeToLiveSpecification}, nil
 }
@@ -860,4 +872,65 @@ func TestPrepareFakeFromNothingAndIgnoredGSI(t *testing.T) {
 	require.ErrorContains(t, err, "the server accepted UpdateTable creating GSI by_status (index by_status), but describes the table without it: it does not add GSIs to existing tables")
 	require.Empty(t, rep.CreatedGSIs)
 	require.True(t, strings.HasPrefix(err.Error(), "ddbindex: Prepare could not finish"))
+}
+
+// What Prepare must not wait for or undo: TTL being disabled, a GSI being
+// deleted, a table being deleted. It lists them all and changes nothing.
+func TestPrepareFakeRefusesDeletions(t *testing.T) {
+	t.Parallel()
+	f := newAWSFake()
+	tb, err := New[ppKeptSoft](nil)
+	require.NoError(t, err)
+	ins := tb.CreateTableInputs(true)
+	base := f.put(ins[0])
+	base.desc.StreamSpecification = ins[0].StreamSpecification
+	base.desc.GlobalSecondaryIndexes[0].IndexStatus = types.IndexStatusDeleting
+	base.ttl = types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusDisabling}
+	f.put(ins[1]).desc.TableStatus = types.TableStatusDeleting
+
+	rep, err := tb.Prepare(t.Context(), f, ppFakeOpts(&ppEvents{}))
+	require.Equal(t, PrepareReport{}, rep)
+	var se *SchemaError
+	require.ErrorAs(t, err, &se)
+	scRequireProblems(t, se.Problems,
+		"table pp-soft GSI by_status is DELETING, not ACTIVE: queries of index by_status fail or miss items until it is; Prepare does not wait for a deletion",
+		"table pp-soft: TTL is not enabled (soft-deleted items would never expire); enable it on _ttl: it is being disabled (DISABLING)",
+		"table pp-soft-by_status is DELETING: Prepare changes ACTIVE tables only")
+	require.Zero(t, f.changes)
+}
+
+// Another caller creates a table between Prepare's survey and its
+// CreateTable: Prepare waits for that table instead of failing, and does
+// not report it as its own, nor enable a TTL that is on already.
+func TestPrepareFakeRacedCreate(t *testing.T) {
+	t.Parallel()
+	f := newAWSFake()
+	f.racedCreates = []string{"pp-soft-by_status"}
+	tb, err := New[ppKeptSoft](nil)
+	require.NoError(t, err)
+	rep, err := tb.Prepare(t.Context(), f, ppFakeOpts(&ppEvents{}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"pp-soft"}, rep.CreatedTables)
+	require.Equal(t, []string{"pp-soft"}, rep.TTLEnabled)
+	require.NoError(t, tb.CheckSchema(t.Context(), f))
+}
+
+// A GSI whose key attribute the table already defines with another type
+// (for another index): DynamoDB would refuse it, so Prepare refuses first,
+// and adds neither GSI.
+func TestPrepareFakeRefusesAttributeTypeClash(t *testing.T) {
+	t.Parallel()
+	f := newAWSFake()
+	tb, err := New[ppTwoGSIs](nil)
+	require.NoError(t, err)
+	plain, err := New[ppPlain](nil)
+	require.NoError(t, err)
+	ft := f.put(plain.CreateTableInputs(false)[0])
+	ft.desc.AttributeDefinitions = append(ft.desc.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String("owner"), AttributeType: types.ScalarAttributeTypeN})
+	_, err = tb.Prepare(t.Context(), f, ppFakeOpts(&ppEvents{}))
+	var se *SchemaError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, []string{"table pp-orders has no GSI named by_owner (index by_owner): its key attribute owner is of type S, but the table defines owner as N " +
+		"(for its own key or another index), so DynamoDB would refuse to create it"}, se.Problems)
+	require.Zero(t, f.changes)
 }
