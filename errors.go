@@ -32,6 +32,10 @@ var (
 	// so far and a cursor that continues after them.
 	ErrCapReached = &codedError{"DDBX-401", "per-call cap reached"}
 
+	// ErrNotFound: Get found no live item with the key: none is stored, or
+	// it is a tombstone (code DDBX-404).
+	ErrNotFound = &codedError{"DDBX-404", "item not found"}
+
 	// ErrSchemaMismatch: the live tables do not match the declarations
 	// (code DDBX-500). The error lists every mismatch.
 	ErrSchemaMismatch = &codedError{"DDBX-500", "live schema does not match the declarations"}
@@ -53,6 +57,11 @@ var (
 	// same key, an item without its key values, a malformed version
 	// (code DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
+
+	// ErrUnsupported: the operation is not supported by this table: a write
+	// on a table made by NewReadOnly (code DDBX-604). Raised before any
+	// request.
+	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by this table"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not
 	// applied yet (DynamoDB Streams keeps records for 24 hours), so index
@@ -81,8 +90,8 @@ func Code(err error) string {
 	// The stream errors come first: they wrap the error that made them,
 	// which may carry a code of its own (a poison record's ErrInvalidWrite).
 	for _, s := range []*codedError{ErrStreamGap, ErrPoisonRecord, ErrDeclaration, ErrInvalidQuery,
-		ErrInvalidCursor, ErrNoProgress, ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange,
-		ErrTooManyActions, ErrInvalidWrite} {
+		ErrInvalidCursor, ErrNoProgress, ErrCapReached, ErrNotFound, ErrSchemaMismatch, ErrConflict, ErrKeyChange,
+		ErrTooManyActions, ErrInvalidWrite, ErrUnsupported} {
 		if errors.Is(err, s) {
 			return s.code
 		}

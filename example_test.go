@@ -58,7 +58,9 @@ func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = tickets.CreateTables(ctx, client, ddbindex.CreateOptions{NoTTL: !ddbtest.Has(ddbtest.TTL), NoStream: true})
+	err = tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) {
+		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), true
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
 			// Without transactions, write the index table entries the way
 			// a stream consumer would.
 			av, _ := tickets.Marshal(t)
-			if _, err := tickets.Apply(ctx, ddbindex.Change{New: av, Version: "1"}); err != nil {
+			if _, err := tickets.Apply(ctx, []ddbindex.Change{{New: av, Version: "1"}}); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -155,7 +157,7 @@ func ExampleQuery_Exists() {
 		before, _ := tickets.Marshal(pending)
 		closed.Version = 2
 		after, _ := tickets.Marshal(closed)
-		if _, err := tickets.Apply(ctx, ddbindex.Change{Old: before, Version: "2"}, ddbindex.Change{New: after, Version: "2"}); err != nil {
+		if _, err := tickets.Apply(ctx, []ddbindex.Change{{Old: before, Version: "2"}, {New: after, Version: "2"}}); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -535,7 +535,7 @@ func TestApplyLambdaEventRejectsBadRecord(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, st)
 	// A bad version stops Apply before any write too.
-	st, err = tb.Apply(t.Context(), Change{New: syImage(t, tb, syBase()), Version: "x"})
+	st, err = tb.Apply(t.Context(), []Change{{New: syImage(t, tb, syBase()), Version: "x"}})
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, st)
 }

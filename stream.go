@@ -187,7 +187,7 @@ func (t *Table[T]) ApplyLambdaEvent(ctx context.Context, ev events.DynamoDBEvent
 		}
 		changes = append(changes, c)
 	}
-	return t.Apply(ctx, changes...)
+	return t.Apply(ctx, changes)
 }
 
 // StreamsAPI is the part of the DynamoDB Streams client the consumer needs.

@@ -417,7 +417,7 @@ func fsWant(t *testing.T, tb *Table[stTicket], changes ...Change) map[string][]m
 	t.Helper()
 	c := ddbtest.Client(t)
 	ref := stFreshIndexes(t, tb, c, "want")
-	_, err := ref.Apply(t.Context(), changes...)
+	_, err := ref.Apply(t.Context(), changes)
 	require.NoError(t, err)
 	return stSnapshot(t, ref, c)
 }

@@ -202,7 +202,7 @@ func TestConsumerUnderFaults(t *testing.T) {
 	require.Len(t, recs, n)
 	last := aws.ToString(recs[n-1].Dynamodb.SequenceNumber)
 	ref := stFreshIndexes(t, tb, c, "want")
-	_, err := ref.Apply(t.Context(), stChanges(t, recs)...)
+	_, err := ref.Apply(t.Context(), stChanges(t, recs))
 	require.NoError(t, err)
 	want := stSnapshot(t, ref, c)
 	stCheckIndexes(t, ref, "T1")
@@ -270,7 +270,7 @@ func TestConsumerKillAndRestart(t *testing.T) {
 		seqIndex[aws.ToString(r.Dynamodb.SequenceNumber)] = i
 	}
 	ref := stFreshIndexes(t, tb, c, "want")
-	_, err := ref.Apply(t.Context(), stChanges(t, recs)...)
+	_, err := ref.Apply(t.Context(), stChanges(t, recs))
 	require.NoError(t, err)
 	want := stSnapshot(t, ref, c)
 	sc := ddbtest.StreamsClient(t)
@@ -349,7 +349,7 @@ func TestBackfillUnderFaults(t *testing.T) {
 		return out, out.tableOf(out.s.byName["newest"])
 	}
 	ref, refTable := fresh(t, c, "want")
-	st, err := ref.Backfill(t.Context(), c, "newest", BackfillOptions{PageSize: 25})
+	st, err := ref.Backfill(t.Context(), c, "newest", func(o *BackfillOptions) { o.PageSize = 25 })
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
 	want := wrScan(t, c, refTable)
@@ -360,7 +360,9 @@ func TestBackfillUnderFaults(t *testing.T) {
 			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.rate, uint64(200+i), nil), fc.retryer)
 			tb, name := fresh(t, db, fmt.Sprint("case", i))
 			var q cfQuota
-			st, err := tb.Backfill(t.Context(), db, "newest", BackfillOptions{PageSize: 25, Retry: RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: q.onRetry}})
+			st, err := tb.Backfill(t.Context(), db, "newest", func(o *BackfillOptions) {
+				o.PageSize, o.Retry = 25, RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: q.onRetry}
+			})
 			require.NoError(t, err)
 			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.name, st, ft.Summary(), q.all, q.quota)
 			require.Positive(t, ft.Injected())

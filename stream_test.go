@@ -301,7 +301,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	require.Len(t, recs, n)
 	changes := stChanges(t, recs)
 
-	forward, err := tb.Apply(ctx, changes...)
+	forward, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	writes := forward.Puts + forward.Deletes
 	require.Equal(t, ApplyStats{Changes: n, Puts: forward.Puts, Deletes: forward.Deletes}, forward)
@@ -309,14 +309,14 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	want := stSnapshot(t, tb, c)
 	allStale := ApplyStats{Changes: n, Stale: writes}
 
-	st, err := tb.Apply(ctx, changes...)
+	st, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "applying the batch twice")
 	require.Equal(t, want, stSnapshot(t, tb, c))
 
 	reversed := slices.Clone(changes)
 	slices.Reverse(reversed)
-	st, err = tb.Apply(ctx, reversed...)
+	st, err = tb.Apply(ctx, reversed)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "the batch in reverse after it")
 	require.Equal(t, want, stSnapshot(t, tb, c))
@@ -327,7 +327,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		cut := 1 + rng.IntN(n-1)
 		older := slices.Clone(changes[:cut])
 		rng.Shuffle(len(older), func(i, j int) { older[i], older[j] = older[j], older[i] })
-		_, err := tb.Apply(ctx, older...)
+		_, err := tb.Apply(ctx, older)
 		require.NoError(t, err)
 		require.Equal(t, want, stSnapshot(t, tb, c), "redelivering %d older records", cut)
 	}
@@ -343,7 +343,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		}(),
 	} {
 		fresh := stFreshIndexes(t, tb, c, name)
-		st, err := fresh.Apply(ctx, order...)
+		st, err := fresh.Apply(ctx, order)
 		require.NoError(t, err)
 		require.Equal(t, n, st.Changes)
 		require.Equal(t, writes, st.Puts+st.Deletes+st.Stale, "%s: the same writes, some skipped", name)
