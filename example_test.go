@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -47,12 +48,19 @@ type Ticket struct {
 // exampleTickets creates the example's tables under unique names, with
 // index tables written through, and fills them.
 func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
+	tickets, _, cleanup := exampleTicketsNamed(ctx)
+	return tickets, cleanup
+}
+
+// exampleTicketsNamed is exampleTickets, and the option that names its
+// tables.
+func exampleTicketsNamed(ctx context.Context) (*ddbindex.Table[Ticket], func(*ddbindex.Options), func()) {
 	client := ddbtest.NewClient()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
-	tickets, err := ddbindex.New[Ticket](client, func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return prefix + s }
+	naming := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } }
+	tickets, err := ddbindex.New[Ticket](client, naming, func(o *ddbindex.Options) {
 		o.WriteThrough = ddbtest.Has(ddbtest.Transactions)
 	})
 	if err != nil {
@@ -84,7 +92,72 @@ func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
 			}
 		}
 	}
-	return tickets, cleanup
+	return tickets, naming, cleanup
+}
+
+// Get reads one ticket by its base key (team, status, id); a key with no
+// live item is ErrNotFound.
+func ExampleTable_Get() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	t, err := tickets.Get(ctx, Ticket{Team: "TEAM-7", Status: "pending", ID: "8842"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(t.ID, t.Title, t.Version)
+	_, err = tickets.Get(ctx, Ticket{Team: "TEAM-7", Status: "open", ID: "8842"})
+	fmt.Println(errors.Is(err, ddbindex.ErrNotFound), ddbindex.Code(err))
+	// Output:
+	// 8842 ticket 2 1
+	// true DDBX-404
+}
+
+// BatchGet reads many tickets at once, in the order of the keys: a key
+// with no item yields nothing, a key given twice yields its item twice.
+func ExampleTable_BatchGet() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	got, err := tickets.BatchGet(ctx, []Ticket{
+		{Team: "TEAM-7", Status: "closed", ID: "8844"},
+		{Team: "TEAM-7", Status: "open", ID: "9999"},
+		{Team: "TEAM-7", Status: "open", ID: "8840"},
+		{Team: "TEAM-7", Status: "closed", ID: "8844"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range got {
+		fmt.Println(t.ID, t.Status)
+	}
+	// Output:
+	// 8844 closed
+	// 8840 open
+	// 8844 closed
+}
+
+// A service that only reads builds its table from a client with only the
+// read methods; a write fails before any request.
+func ExampleNewReadOnly() {
+	ctx := context.Background()
+	_, naming, cleanup := exampleTicketsNamed(ctx)
+	defer cleanup()
+
+	var client ddbindex.ReadAPI = ddbtest.NewClient() // any client with GetItem, BatchGetItem and Query
+	tickets, err := ddbindex.NewReadOnly[Ticket](client, naming)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ok, err := tickets.Query("by_status", "TEAM-7").Where(ddbindex.Eq("pending")).Exists(ctx)
+	fmt.Println(ok, err)
+	_, err = tickets.Put(ctx, Ticket{Team: "TEAM-7", Status: "open", ID: "9000"})
+	fmt.Println(errors.Is(err, ddbindex.ErrUnsupported), ddbindex.Code(err))
+	// Output:
+	// true <nil>
+	// true DDBX-604
 }
 
 // Page through a team's open tickets, oldest first, two at a time: each

@@ -151,6 +151,7 @@ func TestPerCallClientOptions(t *testing.T) {
 	})
 	step("Backfill", []string{"Scan", "PutItem"}, func(opt func(*dynamodb.Options)) {
 		_, err := tb.Put(ctx, gtTicket(4)) // an item whose entry the stream would write
+		require.NoError(t, err)
 		all.take()
 		_, err = tb.Backfill(ctx, client, "by_status", func(o *BackfillOptions) { o.ClientOptions = append(o.ClientOptions, opt) })
 		require.NoError(t, err)

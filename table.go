@@ -160,8 +160,8 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 // only reads: its client needs the read methods alone ([ReadAPI]). Get,
 // BatchGet, queries, Explain and Compare work as on a table made by [New];
 // Put, Delete, Move, Update, Apply and Backfill fail before any request with
-// an error matching [ErrUnsupported]. CreateTables and CheckSchema take their
-// own client, and work on either.
+// an error matching [ErrUnsupported]. CreateTables and CheckSchema take
+// their own client, and work on either kind of table.
 func NewReadOnly[T any](client ReadAPI, optFns ...func(*Options)) (*Table[T], error) {
 	return newTable[T](readOnlyClient{client}, true, optFns)
 }
