@@ -58,8 +58,10 @@ func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Opti
 // them again with exponential backoff, within Options.Retry's attempts per
 // request, and retries requests that fail with a transient error the same
 // way. If keys remain unprocessed after the last attempt, BatchGet fails with
-// an error for which [IsTransient] reports true. A key without its base key
-// values is an error matching [ErrInvalidQuery], before any request.
+// a [*CallError] (matching [ErrDynamoDB]) whose Transient method, like
+// [IsTransient], reports true. A key without its base key values is an error
+// matching [ErrInvalidQuery], before any request; a stored item that does not
+// fit the model, one matching [ErrMalformedItem].
 //
 // optFns are applied to every request BatchGet sends, as the SDK's own
 // per-call options.
@@ -121,43 +123,53 @@ func (t *Table[T]) batchGet(ctx context.Context, keys []map[string]types.Attribu
 			}
 			pos, err := t.s.base.positionOf(item)
 			if err != nil {
-				return struct{}{}, fmt.Errorf("ddbindex: BatchGet %s: an item has unreadable keys: %w", t.s.model, err)
+				return struct{}{}, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, t.s.model, err)
 			}
 			found[positionKey(pos)] = live
 		}
 		keys = out.UnprocessedKeys[table].Keys
 		if len(keys) > 0 {
-			return struct{}{}, &unprocessedError{model: t.s.model, keys: len(keys)}
+			return struct{}{}, callErr("BatchGetItem", &table, nil, &unprocessedError{keys: len(keys)})
 		}
 		return struct{}{}, nil
 	})
-	var ue *unprocessedError
-	switch {
-	case errors.As(err, &ue):
-		ue.attempts = attempts
-		return ue
-	case err != nil:
-		return fmt.Errorf("ddbindex: BatchGet %s: %w", t.s.model, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var ue *unprocessedError
+	if errors.As(err, &ue) {
+		ue.attempts = attempts
+	}
+	return fmt.Errorf("ddbindex: BatchGet %s: %w", t.s.model, err)
 }
 
-// unprocessedError reports keys a BatchGetItem left unprocessed. It is
-// transient: the retries ask for them again.
+// unprocessedError is the cause of the *CallError of a BatchGetItem that
+// left keys unprocessed. It is transient (the SDK's retryer, and so
+// IsTransient, read RetryableError): the retries ask for the keys again. Like
+// every error type of the package it matches one sentinel, the one of the
+// *CallError around it.
 type unprocessedError struct {
-	model    string
 	keys     int
-	attempts int
+	attempts int // BatchGet's attempts, once it gives up
 }
 
 func (e *unprocessedError) Error() string {
-	return fmt.Sprintf("ddbindex: BatchGet %s: DynamoDB left %d keys unprocessed after %d attempts (throttling or a response over 16 MB); retry later",
-		e.model, e.keys, e.attempts)
+	s := fmt.Sprintf("DynamoDB left %d keys unprocessed (throttling, or a response over 16 MB)", e.keys)
+	if e.attempts > 0 {
+		s += fmt.Sprintf(" after %d attempts; retry later", e.attempts)
+	}
+	return s
 }
 
 // RetryableError makes the error transient for [IsTransient], as the SDK's
 // retryer reads it.
 func (e *unprocessedError) RetryableError() bool { return true }
+
+// Is makes unprocessedError match ErrDynamoDB, as the *CallError around it.
+func (e *unprocessedError) Is(target error) bool { return target == ErrDynamoDB }
+
+// Code returns ErrDynamoDB's code.
+func (e *unprocessedError) Code() string { return ErrDynamoDB.code }
 
 // readKey returns the base key of a model value, read from the values of its
 // base key fields, and the key's identity: its position's key texts, as
@@ -174,7 +186,7 @@ func (t *Table[T]) readKey(item *T) (map[string]types.AttributeValue, string, er
 	}
 	pos := make(position, len(t.s.base.slots))
 	for i, f := range t.s.base.slots {
-		pos[i] = texts[f]
+		pos[i] = texts.text(f)
 	}
 	return key, positionKey(pos), nil
 }

@@ -136,9 +136,9 @@ func TestBatchGet(t *testing.T) {
 			want = append(want, stored[i])
 		}
 	}
-	rec := &gtRecorder{Client: tb.client}
+	rec := &gtRecorder{Client: tb.client.c}
 	rtb := *tb
-	rtb.client = rec
+	rtb.client = calls{rec}
 	got, err := rtb.BatchGet(ctx, keys)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -234,9 +234,9 @@ func TestBatchGetUnprocessedKeys(t *testing.T) {
 		require.NoError(t, err)
 		keys, want = append(keys, gtKey(it)), append(want, it)
 	}
-	partial := &gtPartial{Client: tb.client, serve: 7}
+	partial := &gtPartial{Client: tb.client.c, serve: 7}
 	ptb := *tb
-	ptb.client = partial
+	ptb.client = calls{partial}
 	got, err := ptb.BatchGet(ctx, keys)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -244,13 +244,18 @@ func TestBatchGetUnprocessedKeys(t *testing.T) {
 	require.Equal(t, 15+5, partial.requests)
 	require.Len(t, retries, 14+4, "one backoff per answer with unprocessed keys")
 
-	stuck := &gtPartial{Client: tb.client, serve: 0}
+	stuck := &gtPartial{Client: tb.client.c, serve: 0}
 	stb := *tb
-	stb.client = stuck
+	stb.client = calls{stuck}
 	stb.opts.Retry.MaxAttempts = 3
 	_, err = stb.BatchGet(ctx, keys[:5])
 	require.Error(t, err)
 	require.True(t, IsTransient(err), "unprocessed keys are worth asking for later: %v", err)
-	require.ErrorContains(t, err, "5 keys unprocessed after 3 attempts")
+	require.ErrorContains(t, err, "5 keys unprocessed (throttling, or a response over 16 MB) after 3 attempts")
+	var ce *CallError
+	require.ErrorAs(t, err, &ce, "a failed call: ErrDynamoDB")
+	require.Equal(t, "BatchGetItem", ce.Op)
+	require.Equal(t, tb.TableName(), ce.Table)
+	require.True(t, ce.Transient())
 	require.Equal(t, 3, stuck.requests)
 }

@@ -273,13 +273,13 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		end.digest = p.digest
 		var err error
 		if end.at, err = p.def.positionOf(raw[limit-1]); err != nil {
-			return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
+			return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
 		}
 		if len(raw) > limit {
 			// The look-ahead item: live, and everything between it and the
 			// page's last item was read and found dead.
 			if end.next, err = p.def.positionOf(raw[limit]); err != nil {
-				return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
+				return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
 			}
 		}
 		pg.total.Dropped += len(raw) - limit
@@ -287,7 +287,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	}
 	page := &Page[T]{Items: make([]T, 0, len(raw))}
 	if err := attributevalue.UnmarshalListOfMaps(raw, &page.Items); err != nil {
-		return nil, fmt.Errorf("ddbindex: unmarshal %s: %w", q.t.s.model, err)
+		return nil, fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, q.t.s.model, err)
 	}
 	pg.total.Returned = len(page.Items)
 	page.Stats = pg.total
@@ -312,7 +312,7 @@ func (pg *pager[T]) remember() {
 func unmarshalItem[T any](item map[string]types.AttributeValue, v *T) error {
 	if err := attributevalue.UnmarshalMap(item, v); err != nil {
 		var zero T
-		return fmt.Errorf("ddbindex: unmarshal %T: %w", zero, err)
+		return fmt.Errorf("%w: unmarshal %T: %w", ErrMalformedItem, zero, err)
 	}
 	return nil
 }
@@ -327,13 +327,15 @@ type CapError struct {
 	Cursor string  // continues after what was returned
 }
 
-// Error implements the error interface.
 func (e *CapError) Error() string {
 	return fmt.Sprintf("ddbindex: %s cap of %g reached (used %g); continue with the returned cursor [%s]", e.Cap, e.Limit, e.Used, ErrCapReached.code)
 }
 
 // Is makes CapError match ErrCapReached.
 func (e *CapError) Is(target error) bool { return target == ErrCapReached }
+
+// Code returns ErrCapReached's code.
+func (e *CapError) Code() string { return ErrCapReached.code }
 
 // ---- request sizing ----------------------------------------------------------
 

@@ -2,7 +2,6 @@ package ddbindex
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -37,7 +36,7 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 		if ok {
 			expr, err := expression.NewBuilder().WithCondition(cond).Build()
 			if err != nil {
-				return item, fmt.Errorf("ddbindex: %w", err)
+				return item, writeErr("%w", err)
 			}
 			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 		}

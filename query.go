@@ -306,7 +306,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 	}
 	if len(q.project) > 0 {
 		names := slices.Clone(q.project)
-		for _, k := range d.storedKeys() {
+		for _, k := range d.stored {
 			if !slices.Contains(names, k.attr) {
 				names = append(names, k.attr)
 			}

@@ -143,8 +143,8 @@ func (o *Options) signingKey() []byte {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	client   Client
-	readOnly bool // made by NewReadOnly: client refuses writes
+	client   calls // every request goes through it (calls.go)
+	readOnly bool  // made by NewReadOnly: its client refuses writes
 	s        *schema
 	opts     Options
 	memo     *memo // the page fill's memory of live ratios
@@ -196,7 +196,7 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
 		}
 	}
-	return &Table[T]{client: client, readOnly: readOnly, s: s, opts: o, memo: &memo{}}, nil
+	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}}, nil
 }
 
 // writable returns an error matching ErrUnsupported when t is read-only: the
@@ -211,7 +211,8 @@ func (t *Table[T]) writable(op string) error {
 
 // readOnlyClient is the client of a read-only table: its reads go to the
 // ReadAPI, and its writes fail without a request, whatever path reaches
-// them (the exported writes check writable first).
+// them (the exported writes check writable first). calls passes errReadOnly
+// on as it is: it is not a failed call.
 type readOnlyClient struct{ ReadAPI }
 
 var errReadOnly = fmt.Errorf("%w: write on a read-only table", ErrUnsupported)

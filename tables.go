@@ -59,6 +59,7 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, optFns ...fu
 	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = 5 * time.Minute
 	}
+	api = schemaCalls{api}
 	inputs := t.CreateTableInputs(!opts.NoStream)
 	for _, in := range inputs {
 		if _, err := api.CreateTable(ctx, in, opts.ClientOptions...); err != nil {
@@ -71,6 +72,11 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, optFns ...fu
 	})
 	for _, in := range inputs {
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, opts.WaitTimeout); err != nil {
+			if !errors.Is(err, ErrDynamoDB) {
+				// The waiter gave up (WaitTimeout): its DescribeTable calls
+				// did not see the table become active.
+				err = callErr("DescribeTable", in.TableName, nil, err)
+			}
 			return fmt.Errorf("ddbindex: wait for table %s: %w", aws.ToString(in.TableName), err)
 		}
 	}
@@ -197,7 +203,6 @@ type SchemaError struct {
 	Problems []string
 }
 
-// Error implements the error interface.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("ddbindex: the live schema does not match the declarations [%s]:\n  - %s",
 		ErrSchemaMismatch.code, strings.Join(e.Problems, "\n  - "))
@@ -205,6 +210,9 @@ func (e *SchemaError) Error() string {
 
 // Is makes SchemaError match ErrSchemaMismatch.
 func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch }
+
+// Code returns ErrSchemaMismatch's code.
+func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 
 // CheckSchema compares the declarations with the live tables (DescribeTable,
 // DescribeTimeToLive) and reports every mismatch in one *SchemaError: a
@@ -214,10 +222,11 @@ func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch
 // not ACTIVE, TTL not enabled where tombstones rely on it (index tables, and
 // the base table of a softdelete model), and, when index tables are kept
 // from the stream (no Options.WriteThrough), a base table without a
-// NEW_AND_OLD_IMAGES stream. Errors talking to DynamoDB are returned as they
-// are. optFns are applied to every request CheckSchema sends, as the SDK's
-// own per-call options.
+// NEW_AND_OLD_IMAGES stream. A failed call to DynamoDB is a [*CallError]
+// ([ErrDynamoDB]), not a mismatch. optFns are applied to every request
+// CheckSchema sends, as the SDK's own per-call options.
 func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...func(*dynamodb.Options)) error {
+	api = schemaCalls{api}
 	var problems []string
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	describe := func(name string) (*types.TableDescription, error) {
@@ -405,7 +414,7 @@ func projectionWords(d *layout) string {
 }
 
 func isKeyAttr(d *layout, attr string) bool {
-	for _, k := range d.storedKeys() {
+	for _, k := range d.stored {
 		if k.attr == attr {
 			return true
 		}

@@ -17,8 +17,8 @@ import (
 // item must exist. It refuses, before any request, an update that names a
 // key attribute or a key component (DynamoDB cannot change keys in place; use
 // [Table.Move] for base keys and [Table.Put] for index keys), and in
-// write-through mode it refuses every update (the index entries need the
-// whole new item: use Put). With a version field, Update adds one to the
+// write-through mode it refuses every update with [ErrUnsupported] (the
+// index entries need the whole new item: use Put). With a version field, Update adds one to the
 // stored version, and when key's version is set it must equal the stored one.
 //
 // optFns are applied to every request Update sends, as the SDK's own
@@ -28,7 +28,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		return err
 	}
 	if t.writeThrough() {
-		return writeErr("Update of %s in write-through mode: index tables need the whole new item; use Put", t.s.model)
+		return fmt.Errorf("%w: Update of %s in write-through mode: index tables need the whole new item; use Put", ErrUnsupported, t.s.model)
 	}
 	p, err := t.prepare(&key, false)
 	if err != nil {
