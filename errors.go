@@ -41,8 +41,11 @@ var (
 	// change being applied (code DDBX-600).
 	ErrConflict = &codedError{"DDBX-600", "write condition failed"}
 
-	// ErrKeyChange: a write would change a key attribute in place, which
-	// DynamoDB refuses; use Move (code DDBX-601).
+	// ErrKeyChange: an Update would change a key in a way it cannot: a base
+	// key attribute or component (DynamoDB refuses; use Move), a derived
+	// index key attribute or a derived key component otherwise than to a
+	// value, or an index-table key component in write-through mode (use Put)
+	// (code DDBX-601).
 	ErrKeyChange = &codedError{"DDBX-601", "key attributes cannot change in place"}
 
 	// ErrTooManyActions: a transaction would exceed DynamoDB's 100 actions
