@@ -47,7 +47,6 @@ type DeclarationError struct {
 	Rule  string // what is wrong, and what to do
 }
 
-// Error implements the error interface.
 func (e *DeclarationError) Error() string {
 	var b strings.Builder
 	b.WriteString("ddbindex: ")
@@ -63,16 +62,21 @@ func (e *DeclarationError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Rule)
+	b.WriteString(" [" + ErrDeclaration.code + "]")
 	return b.String()
 }
 
 // Is makes DeclarationError match ErrDeclaration.
 func (e *DeclarationError) Is(target error) bool { return target == ErrDeclaration }
 
+// Code returns ErrDeclaration's code.
+func (e *DeclarationError) Code() string { return ErrDeclaration.code }
+
 // field is one model attribute that takes part in a key.
 type field struct {
 	goName    string
 	attr      string
+	ord       int // the field's place in schema.fields, and in keyTexts
 	index     []int
 	typ       reflect.Type // the value type (pointer stripped)
 	ptr       bool
@@ -135,9 +139,9 @@ type schema struct {
 	byName     map[string]*layout
 	attrs      map[string]bool // every attribute the model marshals
 	attrList   []string        // the same, in field order
-	fields     map[string]*field
-	version    *versionField // the field tagged ddbindex:"version", if any
-	deleted    *deletedField // the field tagged ddbindex:"deleted", if any
+	fields     []*field        // the key fields, each at its ord
+	version    *versionField   // the field tagged ddbindex:"version", if any
+	deleted    *deletedField   // the field tagged ddbindex:"deleted", if any
 }
 
 // versionField is the model's version attribute: an integer that every
@@ -189,7 +193,7 @@ func parseSchema(t reflect.Type) (*schema, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, &DeclarationError{Model: t.String(), Rule: "a model must be a struct type"}
 	}
-	s := &schema{typ: t, model: t.String(), byName: map[string]*layout{}, attrs: map[string]bool{}, fields: map[string]*field{}}
+	s := &schema{typ: t, model: t.String(), byName: map[string]*layout{}, attrs: map[string]bool{}}
 	fail := func(fieldName, index, format string, args ...any) error {
 		return &DeclarationError{Model: s.model, Field: fieldName, Index: index, Rule: fmt.Sprintf(format, args...)}
 	}
@@ -347,7 +351,8 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		if fl.unixTime && ft != timeType {
 			fl.unixTime = false // attributevalue applies unixtime to times only
 		}
-		s.fields[attr] = fl
+		fl.ord = len(s.fields)
+		s.fields = append(s.fields, fl)
 		for _, role := range strings.Split(tag, ";") {
 			r, err := parseRole(strings.TrimSpace(role), fl)
 			if err != nil {

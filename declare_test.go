@@ -87,7 +87,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 		require.Same(t, s.indexes[i], s.byName[name], "declaration order, names trimmed")
 	}
 
-	team, id, created, prio, assignee := s.fields["team"], s.fields["id"], s.fields["created"], s.fields["prio"], s.fields["assignee"]
+	team, id, created, prio, assignee := fieldOf(s, "team"), fieldOf(s, "id"), fieldOf(s, "created"), fieldOf(s, "prio"), fieldOf(s, "assignee")
 	assert.Equal(t, "Team", team.goName)
 	assert.Equal(t, reflect.TypeFor[string](), team.typ)
 	assert.False(t, team.ptr)
@@ -187,7 +187,8 @@ func TestSchemaKeyValues(t *testing.T) {
 	it := ixTicket{Team: "TEAM-7", ID: "8842", Status: "open", Created: created, Priority: 2}
 	texts, err := s.itemTexts(reflect.ValueOf(it))
 	require.NoError(t, err)
-	assert.NotContains(t, texts, s.fields["assignee"], "a nil pointer has no value")
+	_, has := texts.get(fieldOf(s, "assignee"))
+	assert.False(t, has, "a nil pointer has no value")
 
 	enc := func(vs ...any) types.AttributeValue {
 		k, err := EncodeKey(vs...)
@@ -237,7 +238,7 @@ func TestSchemaKeyValues(t *testing.T) {
 	}, vals)
 
 	// field.value: a nil pointer and an omitempty zero value are absent.
-	f := s.fields["assignee"]
+	f := fieldOf(s, "assignee")
 	v, err := f.value(reflect.ValueOf(it))
 	require.NoError(t, err)
 	assert.Equal(t, "ana", v.String())
@@ -704,8 +705,8 @@ func TestDeclarationRulesFields(t *testing.T) {
 
 func TestDeclarationErrorFormat(t *testing.T) {
 	e := &DeclarationError{Model: "app.Ticket", Field: "Status", Index: "by_status", Rule: "something is wrong"}
-	assert.Equal(t, "ddbindex: app.Ticket.Status (index by_status): something is wrong", e.Error())
-	assert.Equal(t, "ddbindex: app.Ticket: bad", (&DeclarationError{Model: "app.Ticket", Rule: "bad"}).Error())
+	assert.Equal(t, "ddbindex: app.Ticket.Status (index by_status): something is wrong [DDBX-100]", e.Error())
+	assert.Equal(t, "ddbindex: app.Ticket: bad [DDBX-100]", (&DeclarationError{Model: "app.Ticket", Rule: "bad"}).Error())
 	assert.True(t, errors.Is(e, ErrDeclaration))
 	assert.False(t, errors.Is(e, ErrInvalidQuery))
 	for k, want := range map[Kind]string{BaseTable: "base", GSI: "gsi", LSI: "lsi", IndexTable: "table", Kind(9): "kind(9)"} {
@@ -1010,9 +1011,9 @@ func TestDeclarationAttributeNamesFollowAttributevalue(t *testing.T) {
 	}
 	s, err := schemaFor(reflect.TypeFor[hiddenPlain]())
 	require.NoError(t, err)
-	assert.Equal(t, "Key", s.fields["id"].goName, "the shallow field is the key")
-	assert.Equal(t, []int{2}, s.fields["id"].index)
-	assert.Equal(t, []int{3, 0}, s.fields["marker"].index, "fields of an embedded pointer are attributes")
+	assert.Equal(t, "Key", fieldOf(s, "id").goName, "the shallow field is the key")
+	assert.Equal(t, []int{2}, fieldOf(s, "id").index)
+	assert.Equal(t, []int{3, 0}, fieldOf(s, "marker").index, "fields of an embedded pointer are attributes")
 
 	// attrList is exactly what attributevalue stores.
 	for _, m := range []any{

@@ -3,7 +3,6 @@ package ddbindex
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -56,7 +55,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 		b = b.WithCondition(cond)
 		expr, err := b.Build()
 		if err != nil {
-			return fmt.Errorf("ddbindex: %w", err)
+			return writeErr("%w", err)
 		}
 		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(t.TableName()), Key: key, UpdateExpression: expr.Update(),
@@ -68,7 +67,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 		if hasCond {
 			expr, err := expression.NewBuilder().WithCondition(cond).Build()
 			if err != nil {
-				return fmt.Errorf("ddbindex: %w", err)
+				return writeErr("%w", err)
 			}
 			del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 			del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld

@@ -36,12 +36,19 @@
 // version 0 creates it again, and a model field tagged ddbindex:"deleted"
 // shows tombstones to reads that include them. Index tables are kept
 // in step either in the same transaction ([Options].WriteThrough) or from the
-// base table's stream ([Table.Apply], [StreamConsumer], and the Lambda adapter
-// [Table.ApplyLambdaEvent]), with every entry conditioned on the version of
-// the change that wrote it. [Table.CreateTables] and [Table.CheckSchema]
-// create and verify the tables from the declarations.
+// base table's stream, with every entry conditioned on the version of the
+// change that wrote it: [Table.Apply] applies a [Change], and the package
+// github.com/ddbindex/ddbindex/stream turns DynamoDB Streams records and
+// Lambda events into Changes and reads a stream with checkpoints
+// (stream.Consumer). That package alone imports the DynamoDB Streams client
+// and aws-lambda-go, so a service that only reads does not.
+// [Table.CreateTables] and [Table.CheckSchema] create and verify the tables
+// from the declarations.
 //
-// Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
-// one to map to HTTP 400) and has a stable code ([Code]); the README's error
-// reference says, per code, why it happens and what to do.
+// Every error matches exactly one sentinel with errors.Is ([ErrInvalidCursor]
+// is the one a client's cursor fails with: HTTP 400) and has a stable code
+// ([Code]); a failed call to DynamoDB (or, in package stream, to DynamoDB
+// Streams or a checkpoint store) is a [*CallError] ([ErrDynamoDB]), which
+// unwraps to the SDK's error. The README's error reference says, per code,
+// why it happens, what to do, and the HTTP status it maps to.
 package ddbindex

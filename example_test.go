@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,4 +288,114 @@ func ExampleTable_Update() {
 	// C1 closed 2 false
 	// C0 open 1 false
 	// C2 pending 3 false
+}
+
+// httpStatus is the HTTP status a service answers a failed call with, by
+// the error's code (the README's error reference gives the reasons): 400
+// for what the request brought (a cursor, a condition value, an item that
+// cannot be stored), 409 for a lost conditional write, 503 for a DynamoDB
+// call that a later attempt may get through, 500 for everything else.
+func httpStatus(err error) int {
+	switch ddbindex.Code(err) {
+	case "DDBX-200", "DDBX-201", "DDBX-300", "DDBX-603":
+		return http.StatusBadRequest
+	case "DDBX-600":
+		return http.StatusConflict
+	case "DDBX-900":
+		var call *ddbindex.CallError
+		if errors.As(err, &call) && call.Transient() {
+			return http.StatusServiceUnavailable
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// withErrors is the middleware: it answers a handler's error with its
+// status and, as the body, its code (the message, which names tables and
+// keys, is for the service's log).
+func withErrors(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		status := httpStatus(err)
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		http.Error(w, ddbindex.Code(err), status)
+	}
+}
+
+// ticketAPI lists a team's tickets and creates tickets.
+func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /tickets", withErrors(func(w http.ResponseWriter, r *http.Request) error {
+		q := r.URL.Query()
+		page, err := tickets.Query("by_status", q.Get("team")).Limit(2).After(q.Get("cursor")).Page(r.Context())
+		if err != nil && !errors.Is(err, ddbindex.ErrCapReached) { // a capped page is a page: serve it
+			return err
+		}
+		fmt.Fprintf(w, "%d tickets", len(page.Items))
+		return nil
+	}))
+	mux.Handle("POST /tickets/{id}", withErrors(func(w http.ResponseWriter, r *http.Request) error {
+		t := Ticket{Team: "TEAM-7", Status: "open", ID: r.PathValue("id"), Opened: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+		if _, err := tickets.Put(r.Context(), t); err != nil { // version 0: it must not exist yet
+			return err
+		}
+		w.WriteHeader(http.StatusCreated)
+		return nil
+	}))
+	return mux
+}
+
+// Map errors to HTTP statuses in a middleware, by their code: a tampered
+// cursor is the client's error, a ticket created twice a conflict, and a
+// throttled DynamoDB a reason to come back later.
+func ExampleCode_httpStatus() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	// A DynamoDB endpoint that throttles every request, and a client that
+	// does not retry, to show the 503 at once.
+	throttling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"Rate of requests exceeds the allowed throughput."}`)
+	}))
+	defer throttling.Close()
+	busyClient := dynamodb.New(ddbtest.NewClient().Options(), func(o *dynamodb.Options) {
+		o.BaseEndpoint, o.RetryMaxAttempts = aws.String(throttling.URL), 1
+	})
+	busy, err := ddbindex.New[Ticket](busyClient)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		api            http.Handler
+		method, target string
+	}{
+		{ticketAPI(tickets), "GET", "/tickets?team=TEAM-7"},
+		{ticketAPI(tickets), "GET", "/tickets?team=TEAM-7&cursor=tampered"},
+		{ticketAPI(tickets), "POST", "/tickets/9000"},
+		{ticketAPI(tickets), "POST", "/tickets/8840"},
+		{ticketAPI(busy), "GET", "/tickets?team=TEAM-7"},
+	} {
+		rec := httptest.NewRecorder()
+		c.api.ServeHTTP(rec, httptest.NewRequest(c.method, c.target, nil))
+		line := fmt.Sprintf("%s %s → %d %s", c.method, c.target, rec.Code, strings.TrimSpace(rec.Body.String()))
+		if ra := rec.Header().Get("Retry-After"); ra != "" {
+			line += " (Retry-After: " + ra + ")"
+		}
+		fmt.Println(strings.TrimSpace(line))
+	}
+	// Output:
+	// GET /tickets?team=TEAM-7 → 200 2 tickets
+	// GET /tickets?team=TEAM-7&cursor=tampered → 400 DDBX-300
+	// POST /tickets/9000 → 201
+	// POST /tickets/8840 → 409 DDBX-600
+	// GET /tickets?team=TEAM-7 → 503 DDBX-900 (Retry-After: 1)
 }

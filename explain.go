@@ -142,12 +142,10 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	}
 	e := &Explanation{Request: *r}
 	if alt, aerr := d.alternate(); aerr != nil {
-		if d.kind != BaseTable {
-			e.AlternateErr = aerr
-		}
-	} else {
+		e.AlternateErr = aerr
+	} else if alt != nil {
 		cq := q
-		if alt.kind == GSI {
+		if !alt.consistent {
 			// A GSI cannot serve a consistent read: show what it would send
 			// without one. (An index table serves it, and keeps it.)
 			cq.consistent = false
@@ -161,12 +159,12 @@ func (q Query[T]) Explain() (*Explanation, error) {
 
 // alternate returns the layout of d's declaration as the other kind of
 // index (see Kind.other): the same function, layoutOf, that lays out the
-// declared kind. It fails for the base table, and for a declaration the
-// other kind cannot hold (a composite GSI key needs pk= or sk=).
+// declared kind. It is nil for the base table, which has no other kind, and
+// fails for a declaration the other kind cannot hold.
 func (d *layout) alternate() (*layout, error) {
 	k, ok := d.kind.other()
 	if !ok {
-		return nil, queryErr(d.name, "the base table has no other index type")
+		return nil, nil
 	}
 	return layoutOf(d.decl, k)
 }

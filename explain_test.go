@@ -585,7 +585,7 @@ func xtSameAsPage[T any](t *testing.T, tb *Table[T], q func(*Table[T]) Query[T],
 	t.Helper()
 	rec := &qtRecorder{Client: tb.client}
 	rt := *tb
-	rt.client = rec
+	rt.client = calls{rec}
 	cursor := ""
 	for i := 0; i < pages; i++ {
 		qq := q(&rt).After(cursor)

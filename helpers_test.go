@@ -76,3 +76,13 @@ func coldMemo[T any](tb *Table[T]) *Table[T] {
 	cp.memo = &memo{}
 	return &cp
 }
+
+// fieldOf returns s's key field stored as attr, or nil.
+func fieldOf(s *schema, attr string) *field {
+	for _, f := range s.fields {
+		if f.attr == attr {
+			return f
+		}
+	}
+	return nil
+}

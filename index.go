@@ -40,7 +40,7 @@ func (k Kind) String() string {
 }
 
 func (t *Table[T]) hasIndexTables() bool {
-	return slices.ContainsFunc(t.s.indexes, func(d *layout) bool { return d.kind == IndexTable })
+	return slices.ContainsFunc(t.s.indexes, func(d *layout) bool { return d.ownTable })
 }
 
 // baseSuffix lists the base key components that an index key must append to

@@ -47,8 +47,16 @@ type IndexWrite struct {
 //	projected attributes changed, keys the same    → put the entry
 //	nothing the index holds changed                → no write
 //
-// It sends nothing.
-func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
+// It sends nothing. Its errors match [ErrInvalidWrite]: a change that
+// cannot be written (a malformed version, an image that does not fit the
+// model, a key value out of range) fails the same way however often it is
+// tried.
+func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
+	defer func() {
+		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) {
+			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
+		}
+	}()
 	if !isDecimal(c.Version) {
 		return nil, fmt.Errorf("%w: version %q is not a decimal integer", ErrInvalidWrite, c.Version)
 	}
@@ -56,7 +64,7 @@ func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
 		return nil, nil
 	}
 	oldImg, newImg := t.liveImage(c.Old), t.liveImage(c.New)
-	var oldTexts, newTexts fieldTexts
+	var oldTexts, newTexts keyTexts
 	var err error
 	if oldImg != nil {
 		if oldTexts, err = t.s.imageTexts(oldImg, nil, nil); err != nil {
@@ -118,7 +126,7 @@ func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
 // KEYS_ONLY projection would), the base key, d's key, and the version. Key
 // fields of other indexes are left out, so a change to them does not rewrite
 // entries of indexes that do not hold them.
-func (t *Table[T]) imageEntry(d *layout, img map[string]types.AttributeValue, texts fieldTexts, version types.AttributeValue, room int) (map[string]types.AttributeValue, error) {
+func (t *Table[T]) imageEntry(d *layout, img map[string]types.AttributeValue, texts keyTexts, version types.AttributeValue, room int) (map[string]types.AttributeValue, error) {
 	for _, k := range []*keyAttr{d.pk, d.sk} {
 		if k == nil {
 			continue
@@ -171,7 +179,6 @@ func (t *Table[T]) imageEntry(d *layout, img map[string]types.AttributeValue, te
 			}
 		}
 	}
-	text := func(f *field) string { t, _ := texts.get(f); return t }
 	for i, k := range []*keyAttr{t.s.base.pk, t.s.base.sk, d.pk, d.sk} {
 		if k == nil {
 			continue
@@ -180,7 +187,7 @@ func (t *Table[T]) imageEntry(d *layout, img map[string]types.AttributeValue, te
 			out[k.attr] = v // the base key as stored: the item's identity
 			continue
 		}
-		av, err := k.physical(text)
+		av, err := k.physical(texts.text)
 		if err != nil {
 			return nil, fmt.Errorf("ddbindex: %s (%s key): %w", t.s.model, d.label(), err)
 		}
@@ -253,36 +260,17 @@ func avEqual(a, b types.AttributeValue) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// fieldTexts are the canonical key texts of an item's key fields that have a
-// value. A slice searched linearly: models have a handful of key fields, and
-// this runs once per stream record.
-type fieldTexts []fieldText
-
-type fieldText struct {
-	f    *field
-	text string
-}
-
-func (ft fieldTexts) get(f *field) (string, bool) {
-	for i := range ft {
-		if ft[i].f == f {
-			return ft[i].text, true
-		}
-	}
-	return "", false
-}
-
 // imageTexts reads the canonical key texts of a stored item's key fields.
 // Where prev (another image of the item, whose texts are prevTexts) holds the
 // same value, its text is reused: most changes leave most key fields alone.
-func (s *schema) imageTexts(img, prev map[string]types.AttributeValue, prevTexts fieldTexts) (fieldTexts, error) {
-	out := make(fieldTexts, 0, len(s.fields))
+func (s *schema) imageTexts(img, prev map[string]types.AttributeValue, prevTexts keyTexts) (keyTexts, error) {
+	out := s.newKeyTexts()
 	for _, f := range s.fields {
 		av := img[f.attr]
 		if prev != nil {
 			if pv, has := prev[f.attr]; has && av != nil && avEqual(av, pv) {
 				if t, ok := prevTexts.get(f); ok {
-					out = append(out, fieldText{f, t})
+					out.put(f, t)
 					continue
 				}
 			}
@@ -292,7 +280,7 @@ func (s *schema) imageTexts(img, prev map[string]types.AttributeValue, prevTexts
 			return nil, fmt.Errorf("ddbindex: %s.%s: %w", s.model, f.goName, err)
 		}
 		if ok {
-			out = append(out, fieldText{f, t})
+			out.put(f, t)
 		}
 	}
 	return out, nil
@@ -354,8 +342,9 @@ type ApplyStats struct {
 	Puts    int // live entries written
 	Deletes int // tombstones written
 	Stale   int // writes skipped because the entry already holds this change or a newer one
-	// Skipped counts poison stream records that a StreamConsumer's OnPoison
-	// hook chose to skip (Apply never skips: it returns the error).
+	// Skipped counts poison stream records that the OnPoison hook of a
+	// stream consumer (package stream) chose to skip (Apply never skips: it
+	// returns the error).
 	Skipped int
 }
 
@@ -409,7 +398,7 @@ func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder 
 func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (stale bool, err error) {
 	expr, err := expression.NewBuilder().WithCondition(t.versionCondition(version)).Build()
 	if err != nil {
-		return false, fmt.Errorf("ddbindex: %w", err)
+		return false, writeErr("%w", err)
 	}
 	_, err = t.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(w.Table),

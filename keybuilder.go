@@ -759,6 +759,63 @@ func unhex(c byte) int {
 	return -1
 }
 
+// ---- composite keys: joining, labels, prefixes and bounds --------------------
+//
+// Every composite key the package writes, and every prefix or bound it asks
+// DynamoDB to compare with one, is built by the functions below.
+
+// appendComponent appends component i (counting from 0) of a composite key:
+// the separator before every component but the first, the component's label
+// and a separator if it has one, then text encoded as enc encodes it.
+func appendComponent(b []byte, i int, label string, enc encoder, text string) ([]byte, error) {
+	if i > 0 {
+		b = append(b, Separator)
+	}
+	if label != "" {
+		b = append(appendEscaped(b, label), Separator)
+	}
+	return enc.appendText(b, text)
+}
+
+// labelText is a label as it stands, encoded, in a composite key.
+func labelText(label string) string { return string(appendEscaped(nil, label)) }
+
+// exactPrefix returns the prefix of exactly the keys whose leading components
+// encode to p and that have more components after them:
+// begins_with(key, exactPrefix(p)) holds for them and for no other key.
+func exactPrefix(p string) string { return p + string(Separator) }
+
+// lowerBound returns the key text that sorts above every key whose leading
+// components are less than p's and at or below every key whose leading
+// components equal p's. When p is a whole key (more is false) that is p;
+// otherwise it is p and a separator, since the separator sorts below every
+// byte that can follow p inside its last component.
+//
+//	leading < p:  key < lowerBound(p)     leading >= p: key >= lowerBound(p)
+func lowerBound(p string, more bool) string {
+	if !more {
+		return p
+	}
+	return p + string(Separator)
+}
+
+// upperBound returns the key text that sorts above every key whose leading
+// components equal p's (p, a separator and anything) and below every key
+// whose leading components are greater: p itself for a whole key, otherwise p
+// and the escape byte, which sorts above the separator and below every byte
+// that can make p's last component greater, so a greater component (such as
+// p's text followed by "$00") sorts after it.
+//
+//	leading <= p: key < upperBound(p)    leading > p: key > upperBound(p)
+//
+// For a whole key the comparisons are the plain ones: key <= p, key > p.
+func upperBound(p string, more bool) string {
+	if !more {
+		return p
+	}
+	return p + string(escapeByte)
+}
+
 // splitRaw splits an encoded composite key at its separators, leaving each
 // component encoded.
 func splitRaw(key string) []string { return strings.Split(key, string(Separator)) }
@@ -792,7 +849,8 @@ func splitKey(key string) ([]string, error) {
 // valid UTF-8 is an error), []byte as upper-case hex, integers and floats in
 // the full-range order-preserving form, times as fixed-width RFC 3339 in UTC.
 // The byte order of the results equals the component-wise order of the
-// inputs, component types being equal position by position.
+// inputs, component types being equal position by position. Its errors match
+// [ErrInvalidKey].
 //
 //	EncodeKey("open", int64(42), "TICKET#8842") == "open#b42#TICKET$238842"
 func EncodeKey(components ...any) (string, error) {
@@ -806,87 +864,92 @@ func EncodeKey(components ...any) (string, error) {
 // KeyPrefix returns the exact-match prefix for keys whose leading components
 // equal components: the encoded components followed by the separator.
 // begins_with(key, KeyPrefix(p...)) holds exactly when the leading components
-// of key equal p, and more components follow.
+// of key equal p, and more components follow. Its errors match
+// [ErrInvalidKey].
 func KeyPrefix(components ...any) (string, error) {
 	b, err := appendComponents(make([]byte, 0, 64), components)
 	if err != nil {
 		return "", err
 	}
-	return string(append(b, Separator)), nil
+	return exactPrefix(string(b)), nil
 }
 
 func appendComponents(b []byte, components []any) ([]byte, error) {
 	for i, c := range components {
-		if i > 0 {
-			b = append(b, Separator)
+		e, text, err := defaultText(c)
+		if err == nil {
+			b, err = appendComponent(b, i, "", e, text)
 		}
-		var err error
-		b, err = appendAny(b, c)
 		if err != nil {
-			return nil, fmt.Errorf("ddbindex: component %d: %w", i, err)
+			return nil, fmt.Errorf("%w: component %d: %w", ErrInvalidKey, i, err)
 		}
 	}
 	return b, nil
 }
 
-// appendAny appends one component of any supported type in its default form.
-func appendAny(b []byte, c any) ([]byte, error) {
+// Encoders of the common component types, chosen without reflection.
+var (
+	stringEncoder = encoder{kind: encString, typ: reflect.TypeFor[string]()}
+	int64Encoder  = encoder{kind: encInt, bits: 64, typ: reflect.TypeFor[int64]()}
+	customEncoder = encoder{kind: encCustom, typ: keyTexterType}
+	timeEncoder   = encoder{kind: encTime, tf: timeRFC3339, typ: timeType}
+)
+
+// defaultText returns the encoder of a component of any supported type in
+// its default form, and the component's key text.
+func defaultText(c any) (encoder, string, error) {
 	switch v := c.(type) {
 	case string:
-		if !utf8.ValidString(v) {
-			return b, errInvalidUTF8
-		}
-		return appendEscaped(b, v), nil
+		return stringEncoder, v, nil
 	case int64:
-		return appendInt(b, v, 0)
+		t, err := int64Encoder.text(reflect.ValueOf(v))
+		return int64Encoder, t, err
 	case int:
-		return appendInt(b, int64(v), 0)
+		t, err := int64Encoder.text(reflect.ValueOf(int64(v)))
+		return int64Encoder, t, err
 	case KeyTexter:
-		s, err := v.KeyText()
-		if err != nil {
-			return b, err
-		}
-		if !utf8.ValidString(s) {
-			return b, errInvalidUTF8
-		}
-		return appendEscaped(b, s), nil
+		t, err := v.KeyText()
+		return customEncoder, t, err
 	case time.Time:
-		return appendTime(b, v, timeRFC3339, 0)
+		t, err := timeEncoder.text(reflect.ValueOf(v))
+		return timeEncoder, t, err
 	case nil:
-		return b, errors.New("nil has no key text")
+		return encoder{}, "", errors.New("nil has no key text")
 	}
 	rv := reflect.ValueOf(c)
 	e, err := newEncoder(rv.Type(), 0, "")
 	if err != nil {
-		return b, err
+		return e, "", err
 	}
-	return e.appendKey(b, rv)
+	t, err := e.text(rv)
+	return e, t, err
 }
 
 // DecodeKey splits an encoded composite key and reads each component into the
 // matching pointer of into, with default formats; the number of components
 // must equal len(into). Every malformed text is an error: a key that EncodeKey
-// could not have produced does not decode.
+// could not have produced does not decode. Its errors (a pointer missing
+// among into included) match [ErrInvalidKey].
 func DecodeKey(key string, into ...any) error {
 	texts := splitRaw(key)
 	if len(texts) != len(into) {
-		return fmt.Errorf("ddbindex: decode key: %d components, want %d: %w", len(texts), len(into), errMalformed)
+		return fmt.Errorf("%w: decode: %d components, want %d: %w", ErrInvalidKey, len(texts), len(into), errMalformed)
 	}
 	for i, p := range into {
 		rv := reflect.ValueOf(p)
 		if rv.Kind() != reflect.Pointer || rv.IsNil() {
-			return fmt.Errorf("ddbindex: decode key: argument %d is %T, not a non-nil pointer", i, p)
+			return fmt.Errorf("%w: decode: argument %d is %T, not a non-nil pointer", ErrInvalidKey, i, p)
 		}
 		e, err := newEncoder(rv.Elem().Type(), 0, "")
 		if err != nil {
-			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+			return fmt.Errorf("%w: decode: component %d: %w", ErrInvalidKey, i, err)
 		}
 		text, err := e.componentText(texts[i])
 		if err != nil {
-			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+			return fmt.Errorf("%w: decode: component %d: %w", ErrInvalidKey, i, err)
 		}
 		if err := e.parse(text, rv.Elem()); err != nil {
-			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+			return fmt.Errorf("%w: decode: component %d: %w", ErrInvalidKey, i, err)
 		}
 	}
 	return nil
@@ -894,11 +957,11 @@ func DecodeKey(key string, into ...any) error {
 
 // SplitKey splits an encoded composite key into its unescaped component
 // texts, for tooling that inspects keys without knowing their types ([]byte
-// components come out as their hex text).
+// components come out as their hex text). Its errors match [ErrInvalidKey].
 func SplitKey(key string) ([]string, error) {
 	texts, err := splitKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("ddbindex: split key: %w", err)
+		return nil, fmt.Errorf("%w: split: %w", ErrInvalidKey, err)
 	}
 	return texts, nil
 }

@@ -11,21 +11,19 @@ import (
 )
 
 // This file translates a condition on leading sort components into a
-// DynamoDB key condition. It is the one place that knows the bounds of the
-// encoding: with p the encoded leading components,
+// DynamoDB key condition, with the prefix and bounds the key codec
+// (keybuilder.go) gives. With p the encoded leading components:
 //
 //	when more components follow p in the stored key (always for an index
 //	table, whose key ends with the base key; and for a GSI or LSI composite):
-//	  = p  begins_with(SK, p#)     < p  SK < p#     <= p  SK < p$
-//	  > p  SK > p$                 >= p SK >= p#    BETWEEN p AND q: SK BETWEEN p# AND q$
+//	  = p   begins_with(SK, exactPrefix(p))
+//	  < p   SK < lowerBound(p)        >= p  SK >= lowerBound(p)
+//	  <= p  SK < upperBound(p)        > p   SK > upperBound(p)
+//	  BETWEEN p AND q: SK BETWEEN lowerBound(p) AND upperBound(q)
 //	when p is the whole stored key (a native key, or a base-table composite
 //	with every component given):
 //	  = p  SK = p   < p  SK < p   <= p  SK <= p   > p  SK > p   >= p  SK >= p
 //	  BETWEEN p AND q: SK BETWEEN p AND q
-//
-// '#' sorts below every byte of an encoded component and '$' above every
-// byte that can follow p inside the same component... and above '#', so
-// "p#..." < "p$" < anything greater than p.
 
 type condOp uint8
 
@@ -211,29 +209,29 @@ func (d *layout) sortCond(c SortCondition) (*keyCond, error) {
 			kc.b, kc.ob = hi.av, hi.ord
 		}
 	} else {
-		// Composite: pick the bound shape per the table above.
+		// Composite: the bounds the codec gives, per the table above.
 		p := lo.ord
 		switch c.op {
 		case opEq:
 			if loMore {
-				kc.op, kc.oa = opBeginsWith, p+string(Separator)
+				kc.op, kc.oa = opBeginsWith, exactPrefix(p)
 			} else {
 				kc.oa = p
 			}
 		case opLt, opGe:
-			kc.oa = p + suffixIf(loMore, Separator)
+			kc.oa = lowerBound(p, loMore)
 		case opLe, opGt:
-			kc.oa = p + suffixIf(loMore, escapeByte)
+			kc.oa = upperBound(p, loMore)
 			if loMore && kc.op == opLe {
-				kc.op = opLt // <= p is SK < p$, as the table above says
+				kc.op = opLt // leading <= p is key < upperBound(p)
 			}
 		case opBetween:
-			kc.oa = p + suffixIf(loMore, Separator)
+			kc.oa = lowerBound(p, loMore)
 			hi, hiMore, err := d.bound(c.hi)
 			if err != nil {
 				return nil, err
 			}
-			kc.ob = hi.ord + suffixIf(hiMore, escapeByte)
+			kc.ob = upperBound(hi.ord, hiMore)
 			kc.b = &types.AttributeValueMemberS{Value: kc.ob}
 		}
 		kc.a = &types.AttributeValueMemberS{Value: kc.oa}
@@ -260,13 +258,6 @@ func (d *layout) checkCondSize(kc *keyCond) error {
 		}
 	}
 	return nil
-}
-
-func suffixIf(more bool, b byte) string {
-	if more {
-		return string(b)
-	}
-	return ""
 }
 
 func tupleString(vs []any) string { return SortCondition{op: opEq, lo: vs}.String()[2:] }
@@ -312,17 +303,14 @@ func (d *layout) bound(values []any) (boundValue, bool, error) {
 func (d *layout) appendLeading(b []byte, values []any) ([]byte, error) {
 	for i, v := range values {
 		c := d.sk.parts[i]
-		if i > 0 {
-			b = append(b, Separator)
-		}
-		if c.label != "" {
-			b = append(appendEscaped(b, c.label), Separator)
-		}
 		rv, err := coerce(v, c.f)
 		if err != nil {
 			return nil, queryErr(d.name, "%v", err)
 		}
-		b, err = c.enc.appendKey(b, rv)
+		t, err := c.enc.text(rv)
+		if err == nil {
+			b, err = appendComponent(b, i, c.label, c.enc, t)
+		}
 		if err != nil {
 			return nil, queryErr(d.name, "%s: %v", c.f.attr, err)
 		}
@@ -351,13 +339,7 @@ func (d *layout) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n > 1 {
-			b = append(b, Separator)
-		}
-		if last.label != "" {
-			b = append(appendEscaped(b, last.label), Separator)
-		}
-		b, err = last.enc.appendText(b, prefix)
+		b, err = appendComponent(b, n-1, last.label, last.enc, prefix)
 		if err != nil {
 			return nil, queryErr(d.name, "begins_with prefix for %s: %v", last.f.attr, err)
 		}
@@ -397,7 +379,7 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 		return nil, nil, queryErr(d.name, "%s's partition key has %d components; %d values given", d.label(), len(k.parts), len(values))
 	}
 	texts := make([]string, len(values))
-	byField := map[*field]string{}
+	byField := d.schema.newKeyTexts()
 	for i, c := range k.parts {
 		rv, err := coerce(values[i], c.f)
 		if err != nil {
@@ -408,9 +390,9 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 			return nil, nil, queryErr(d.name, "partition: %s: %v", c.f.attr, err)
 		}
 		texts[i] = t
-		byField[c.f] = t
+		byField.put(c.f, t)
 	}
-	av, err := k.physical(func(f *field) string { return byField[f] })
+	av, err := k.physical(byField.text)
 	if err != nil {
 		return nil, nil, queryErr(d.name, "partition: %v", err)
 	}

@@ -654,7 +654,7 @@ func TestSortCondMatchesBruteForce(t *testing.T) {
 			vals, ok, err := d.keyValues(texts)
 			require.NoError(t, err)
 			require.True(t, ok)
-			ord, err := d.sk.ordered(func(f *field) string { return texts[f] })
+			ord, err := d.sk.ordered(texts.text)
 			require.NoError(t, err)
 			keys[i] = stored{kcSortTuple(name, it), ord, vals[d.sk.attr]}
 
@@ -756,7 +756,7 @@ func TestSortCondMatchesPositions(t *testing.T) {
 }
 
 // kcBaseKeys is the base table's key attributes for an item's texts.
-func kcBaseKeys(t testing.TB, s *schema, texts map[*field]string) map[string]types.AttributeValue {
+func kcBaseKeys(t testing.TB, s *schema, texts keyTexts) map[string]types.AttributeValue {
 	t.Helper()
 	vals, ok, err := s.base.keyValues(texts)
 	require.NoError(t, err)
@@ -825,7 +825,7 @@ func TestKeyCoerce(t *testing.T) {
 		{"p", nil, nil},
 		{"p", (*string)(nil), nil},
 	} {
-		got, err := coerce(tc.v, s.fields[tc.attr])
+		got, err := coerce(tc.v, fieldOf(s, tc.attr))
 		if tc.want == nil {
 			assert.Error(t, err, "%s %#v", tc.attr, tc.v)
 			continue
@@ -836,7 +836,7 @@ func TestKeyCoerce(t *testing.T) {
 }
 
 // kcTexts is the canonical texts of an item.
-func kcTexts(t testing.TB, s *schema, it any) map[*field]string {
+func kcTexts(t testing.TB, s *schema, it any) keyTexts {
 	t.Helper()
 	texts, err := s.itemTexts(reflect.ValueOf(it))
 	require.NoError(t, err)
@@ -845,7 +845,7 @@ func kcTexts(t testing.TB, s *schema, it any) map[*field]string {
 
 // kcStored is what DynamoDB stores as the keys of an item in d: d's own and,
 // for a GSI or LSI, the base table's.
-func kcStored(t testing.TB, s *schema, d *layout, texts map[*field]string) map[string]types.AttributeValue {
+func kcStored(t testing.TB, s *schema, d *layout, texts keyTexts) map[string]types.AttributeValue {
 	t.Helper()
 	vals, ok, err := d.keyValues(texts)
 	require.NoError(t, err)
@@ -877,7 +877,7 @@ func TestKeyPositionRoundTrip(t *testing.T) {
 			require.NoError(t, err, "%q %v", name, stored)
 			require.Len(t, pos, len(d.slots))
 			for i, f := range d.slots {
-				assert.Equal(t, texts[f], pos[i], "%q slot %s", name, f.attr)
+				assert.Equal(t, texts.text(f), pos[i], "%q slot %s", name, f.attr)
 			}
 			start, err := d.startKey(pos)
 			require.NoError(t, err)
@@ -948,7 +948,7 @@ func TestKeyDecodeRejects(t *testing.T) {
 	m := with(kcDef(t, "by_seq"), "seq", kcN("5E0"))
 	pos, err := kcDef(t, "by_seq").positionOf(m)
 	require.NoError(t, err)
-	assert.Equal(t, texts[s.fields["seq"]], pos[kcDef(t, "by_seq").slot(s.fields["seq"])])
+	assert.Equal(t, texts.text(fieldOf(s, "seq")), pos[kcDef(t, "by_seq").slot(fieldOf(s, "seq"))])
 
 	// Start keys refuse what DynamoDB refuses: an empty string key.
 	_, err = kcDef(t, "by_name").startKey(position{"T", "", "open", "a5", "x"})
@@ -973,7 +973,7 @@ func TestSortCondBytesComponent(t *testing.T) {
 
 	it := kcTicket{Team: "T", Status: "open", Seq: 5, ID: "x", Name: "n", Score: 1, Blob: []byte("a#"), At: time.UnixMilli(7)}
 	texts := kcTexts(t, s, it)
-	assert.Equal(t, "a#", texts[s.fields["blob"]], "the canonical text of a []byte is its raw bytes")
+	assert.Equal(t, "a#", texts.text(fieldOf(s, "blob")), "the canonical text of a []byte is its raw bytes")
 	vals, ok, err := d.keyValues(texts)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -990,7 +990,7 @@ func TestSortCondBytesComponent(t *testing.T) {
 	assert.Equal(t, kcS("FF0080#open#a5#x"), vals["_sk"])
 	pos, err := d.positionOf(vals)
 	require.NoError(t, err)
-	assert.Equal(t, string([]byte{0xff, 0x00, 0x80}), pos[d.slot(s.fields["blob"])], "the position holds the raw bytes")
+	assert.Equal(t, string([]byte{0xff, 0x00, 0x80}), pos[d.slot(fieldOf(s, "blob"))], "the position holds the raw bytes")
 
 	kcCheck(t, d, Eq([]byte("a#")), kcWant{"begins_with", kcS("6123#"), nil})
 	kcCheck(t, d, Lt([]byte{0xff}), kcWant{"<", kcS("FF#"), nil})
@@ -1124,4 +1124,84 @@ func TestSortCondRejectsInvalidUTF8(t *testing.T) {
 func kcWith(it kcTicket, change func(*kcTicket)) kcTicket {
 	change(&it)
 	return it
+}
+
+// FuzzSortCondBounds checks the prefixes and bounds keycond builds from the
+// codec (exactPrefix, lowerBound, upperBound) against the codec's order: for
+// a stored key and a condition from fuzzed component values, on every key
+// shape with string and integer components (labelled whole keys, derived
+// composites with a base suffix, index-table keys), the translated condition
+// selects the key, locally and as DynamoDB compares, exactly when the
+// logical tuples satisfy the condition.
+func FuzzSortCondBounds(f *testing.F) {
+	for i, s := range kbHostile {
+		t := kbHostile[(i+5)%len(kbHostile)]
+		f.Add(uint8(i), uint8(i/3), s, kbSpecialInts[i%len(kbSpecialInts)], t, t, kbSpecialInts[(i+1)%len(kbSpecialInts)], s, s+"#", int64(i))
+	}
+	f.Add(uint8(1), uint8(0), "a", int64(0), "x", "a", int64(0), "x", "a$", int64(0))
+	f.Add(uint8(2), uint8(1), "a$", int64(-1), "$", "a", int64(-1), "$00", "a#", int64(5))
+	f.Add(uint8(5), uint8(2), "a", int64(9), "x#1", "a", int64(10), "x", "a", int64(9))
+	f.Add(uint8(6), uint8(1), "a\x00", int64(0), "y", "a", int64(0), "y", "a\x00b", int64(0))
+	shapes := []string{"", "by_status", "feed"}
+	f.Fuzz(func(t *testing.T, op, n uint8, status string, seq int64, id, cStatus string, cSeq int64, cID, hStatus string, hSeq int64) {
+		item := kcTicket{Team: "T", Status: status, Seq: seq, ID: id}
+		cond := []any{cStatus, cSeq, cID}
+		hi := []any{hStatus, hSeq, cID}
+		s := kcSchema(t)
+		texts, err := s.itemTexts(reflect.ValueOf(item))
+		require.NoError(t, err)
+		for _, name := range shapes {
+			d := kcDef(t, name)
+			vals, ok, err := d.keyValues(texts)
+			if !utf8.ValidString(status) || !utf8.ValidString(id) || len(status)+len(id) > 900 {
+				require.Error(t, err, "a key the codec cannot hold is refused")
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, ok)
+			ord, err := d.sk.ordered(texts.text)
+			require.NoError(t, err)
+			tuple := kcSortTuple(name, item)
+
+			k := 1 + int(n)%len(d.sk.parts)
+			var c SortCondition
+			switch op % 7 {
+			case 0:
+				c = Eq(cond[:k]...)
+			case 1:
+				c = Lt(cond[:k]...)
+			case 2:
+				c = Le(cond[:k]...)
+			case 3:
+				c = Gt(cond[:k]...)
+			case 4:
+				c = Ge(cond[:k]...)
+			case 5:
+				c = Between(Key(cond[:k]), Key(hi[:k]))
+			default:
+				v := slices.Clone(cond[:k])
+				if _, isStr := v[k-1].(string); !isStr {
+					v = []any{cStatus} // seq is not a string: begins_with on status
+				}
+				c = BeginsWith(v...)
+			}
+			kc, err := d.sortCond(c)
+			if err != nil {
+				// The only refusals: text that is not UTF-8, a reversed
+				// BETWEEN, a bound over DynamoDB's size limit.
+				require.ErrorIs(t, err, ErrInvalidQuery)
+				reversed := c.op == opBetween && kbTupleCompare(c.lo, c.hi) > 0
+				invalid := !utf8.ValidString(cStatus) || !utf8.ValidString(cID) || (c.op == opBetween && !utf8.ValidString(hStatus))
+				require.True(t, reversed || invalid || strings.Contains(err.Error(), "limit"), "%s on %q: unexpected refusal %v", c, name, err)
+				continue
+			}
+			want := kcLogical(c, tuple)
+			if kc == nil {
+				require.True(t, want, "no condition must mean every key matches")
+				continue
+			}
+			require.Equal(t, want, kc.match(ord), "%q: %s, translated %s: match(%q), tuple %#v", name, c, kc, ord, tuple)
+			require.Equal(t, want, kcDynamoEval(t, kc, vals[d.sk.attr]), "%q: %s, translated %s: DynamoDB on %s, tuple %#v", name, c, kc, avString(vals[d.sk.attr]), tuple)
+		}
+	})
 }

@@ -145,12 +145,6 @@ func (k *keyAttr) components() []*component {
 // component's canonical text from text.
 func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, error) {
 	for i, c := range k.components() {
-		if i > 0 {
-			b = append(b, Separator)
-		}
-		if c.label != "" {
-			b = append(appendEscaped(b, c.label), Separator)
-		}
 		canon := text(c.f)
 		if err := c.f.canon.storable(canon); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
@@ -159,7 +153,7 @@ func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
 		}
-		if b, err = c.enc.appendText(b, t); err != nil {
+		if b, err = appendComponent(b, i, c.label, c.enc, t); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.f.attr, err)
 		}
 	}
@@ -273,7 +267,7 @@ func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error
 	i := 0
 	for _, c := range k.components() {
 		if c.label != "" {
-			if i >= len(texts) || texts[i] != string(appendEscaped(nil, c.label)) {
+			if i >= len(texts) || texts[i] != labelText(c.label) {
 				return fmt.Errorf("%s: label %q missing: %w", k.attr, c.label, errMalformed)
 			}
 			i++
@@ -315,23 +309,6 @@ func (d *layout) textOf(pos position) func(*field) string {
 	}
 }
 
-// storedKeys lists the physical key attributes of a d entry: its own and,
-// for a GSI or LSI, the base table's.
-func (d *layout) storedKeys() []*keyAttr {
-	keys := []*keyAttr{d.pk}
-	if d.sk != nil {
-		keys = append(keys, d.sk)
-	}
-	if d.kind == GSI || d.kind == LSI {
-		for _, k := range []*keyAttr{d.schema.base.pk, d.schema.base.sk} {
-			if k != nil && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys
-}
-
 // positionOf reads the position of an item (or a LastEvaluatedKey) returned
 // by a query of d, from its physical key attributes.
 func (d *layout) positionOf(item map[string]types.AttributeValue) (position, error) {
@@ -348,7 +325,7 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 		pos[i], seen[i] = t, true
 		return nil
 	}
-	for _, k := range d.storedKeys() {
+	for _, k := range d.stored {
 		if err := k.decode(item[k.attr], set); err != nil {
 			return nil, err
 		}
@@ -364,7 +341,7 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 // startKey builds the ExclusiveStartKey for a position in d.
 func (d *layout) startKey(pos position) (map[string]types.AttributeValue, error) {
 	text := d.textOf(pos)
-	keys := d.storedKeys()
+	keys := d.stored
 	out := make(map[string]types.AttributeValue, len(keys))
 	for _, k := range keys {
 		av, err := k.physical(text)
@@ -376,11 +353,32 @@ func (d *layout) startKey(pos position) (map[string]types.AttributeValue, error)
 	return out, nil
 }
 
+// keyTexts are the canonical key texts of one item's key fields, each at its
+// field's ord. A field without a value is not set, which makes the item
+// sparse for the keys that name it.
+type keyTexts []keyText
+
+type keyText struct {
+	text string
+	set  bool
+}
+
+// newKeyTexts returns key texts with no field set.
+func (s *schema) newKeyTexts() keyTexts { return make(keyTexts, len(s.fields)) }
+
+// get returns f's text, and whether f has one.
+func (kt keyTexts) get(f *field) (string, bool) { x := kt[f.ord]; return x.text, x.set }
+
+// text returns f's text, "" when f has none.
+func (kt keyTexts) text(f *field) string { return kt[f.ord].text }
+
+// put sets f's text.
+func (kt keyTexts) put(f *field, text string) { kt[f.ord] = keyText{text, true} }
+
 // itemTexts reads the canonical text of every key field of a model value. A
-// field without a value (nil pointer, or omitempty and zero) is absent from
-// the result, which makes the item sparse for keys that name it.
-func (s *schema) itemTexts(v reflect.Value) (map[*field]string, error) {
-	out := make(map[*field]string, len(s.fields))
+// field without a value (nil pointer, or omitempty and zero) is not set.
+func (s *schema) itemTexts(v reflect.Value) (keyTexts, error) {
+	out := s.newKeyTexts()
 	for _, f := range s.fields {
 		fv, err := f.value(v)
 		if err != nil {
@@ -390,7 +388,7 @@ func (s *schema) itemTexts(v reflect.Value) (map[*field]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", s.model, f.goName, err)
 		}
-		out[f] = t
+		out.put(f, t)
 	}
 	return out, nil
 }
@@ -398,22 +396,21 @@ func (s *schema) itemTexts(v reflect.Value) (map[*field]string, error) {
 // keyValues computes the physical key attributes of d for an item whose key
 // texts are texts. ok is false when a component is absent: the item is not in
 // d (a sparse index); for the base table that is an error.
-func (d *layout) keyValues(texts map[*field]string) (vals map[string]types.AttributeValue, ok bool, err error) {
-	text := func(f *field) string { return texts[f] }
+func (d *layout) keyValues(texts keyTexts) (vals map[string]types.AttributeValue, ok bool, err error) {
 	vals = map[string]types.AttributeValue{}
 	for _, k := range []*keyAttr{d.pk, d.sk} {
 		if k == nil {
 			continue
 		}
 		for _, c := range k.components() {
-			if _, has := texts[c.f]; !has {
-				if d.kind == BaseTable {
+			if _, has := texts.get(c.f); !has {
+				if d == d.schema.base {
 					return nil, false, fmt.Errorf("%s: key field %s has no value", d.schema.model, c.f.goName)
 				}
 				return nil, false, nil
 			}
 		}
-		av, err := k.physical(text)
+		av, err := k.physical(texts.text)
 		if err != nil {
 			return nil, false, fmt.Errorf("%s (%s key): %w", d.schema.model, d.label(), err)
 		}

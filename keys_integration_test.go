@@ -812,7 +812,7 @@ func kiRequireInvalid[T any](t *testing.T, q Query[T]) {
 	t.Helper()
 	ctx := t.Context()
 	tb := *q.t
-	tb.client = kiFailingClient{t} // fail this subtest, should a request be sent
+	tb.client = calls{kiFailingClient{t}} // fail this subtest, should a request be sent
 	q.t = &tb
 	_, err := q.Page(ctx)
 	require.ErrorIs(t, err, ErrInvalidQuery)

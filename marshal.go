@@ -41,7 +41,7 @@ func (t *Table[T]) Marshal(item T) (map[string]types.AttributeValue, error) {
 // fields. The texts are read from the stored attributes, by the code that
 // reads a stream image (imageTexts), so that GSI keys derived here and
 // index-table keys derived from the image come from the same text.
-func (t *Table[T]) marshal(item *T) (map[string]types.AttributeValue, map[*field]string, error) {
+func (t *Table[T]) marshal(item *T) (map[string]types.AttributeValue, keyTexts, error) {
 	av, err := attributevalue.MarshalMapWithOptions(item, marshalOptions)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: marshal %s: %w", ErrInvalidWrite, t.s.model, err)
@@ -94,16 +94,16 @@ func encodeTime(tm time.Time) (types.AttributeValue, error) {
 // as another key than the value's own (a dynamodbav:",unixtime" time with
 // a sub-second part, a type whose marshalled form loses what its KeyText
 // needs) is refused: a query by the value would miss the item.
-func (s *schema) storedTexts(v reflect.Value, av map[string]types.AttributeValue) (map[*field]string, error) {
-	ft, err := s.imageTexts(av, nil, nil)
+func (s *schema) storedTexts(v reflect.Value, av map[string]types.AttributeValue) (keyTexts, error) {
+	texts, err := s.imageTexts(av, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWrite, err)
 	}
-	texts := make(map[*field]string, len(ft))
-	for _, x := range ft {
-		texts[x.f] = x.text
-	}
-	for f, stored := range texts {
+	for _, f := range s.fields {
+		stored, ok := texts.get(f)
+		if !ok {
+			continue
+		}
 		fv, err := f.value(v)
 		if err != nil {
 			continue // absent in the value, present as stored: the stored form decides
@@ -126,7 +126,7 @@ func (s *schema) storedTexts(v reflect.Value, av map[string]types.AttributeValue
 }
 
 // addDerived adds the base key and GSI/LSI key attributes to a base item.
-func (t *Table[T]) addDerived(av map[string]types.AttributeValue, texts map[*field]string) error {
+func (t *Table[T]) addDerived(av map[string]types.AttributeValue, texts keyTexts) error {
 	for _, d := range append([]*layout{t.s.base}, t.s.indexes...) {
 		if d.ownTable {
 			continue
@@ -146,7 +146,7 @@ func (t *Table[T]) addDerived(av map[string]types.AttributeValue, texts map[*fie
 }
 
 // baseKey returns the physical primary key of an item.
-func (t *Table[T]) baseKey(texts map[*field]string) (map[string]types.AttributeValue, error) {
+func (t *Table[T]) baseKey(texts keyTexts) (map[string]types.AttributeValue, error) {
 	keys, _, err := t.s.base.keyValues(texts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWrite, err)

@@ -56,7 +56,9 @@ type BackfillStats struct {
 // and writes every item's entry, conditioned on no entry being there yet, so
 // it never overwrites what the stream consumer (which should already run)
 // has written. Entries it writes carry version 0, below every stream change.
-// Run it again, or in parallel segments, safely.
+// Run it again, or in parallel segments, safely. An index that is not an
+// index table is refused with [ErrUnsupported]; a base item it cannot index
+// stops it with [ErrMalformedItem].
 func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts BackfillOptions) (BackfillStats, error) {
 	var st BackfillStats
 	d, err := t.index(index)
@@ -64,8 +66,9 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 		return st, err
 	}
 	if !d.ownTable {
-		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrInvalidWrite, indexLabel(index), d.kind)
+		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrUnsupported, indexLabel(index), d.kind)
 	}
+	api = scanCalls{api}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
@@ -76,7 +79,7 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 	}
 	cond, err := expression.NewBuilder().WithCondition(expression.Name(t.opts.VersionAttr).AttributeNotExists()).Build()
 	if err != nil {
-		return st, fmt.Errorf("ddbindex: %w", err)
+		return st, writeErr("%w", err)
 	}
 	for {
 		out, err := retryCall(ctx, opts.Retry, "Scan", func() (*dynamodb.ScanOutput, error) { return api.Scan(ctx, in) })
@@ -92,11 +95,11 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 			}
 			texts, err := t.s.imageTexts(live, nil, nil)
 			if err != nil {
-				return st, err
+				return st, fmt.Errorf("%w: %w", ErrMalformedItem, err)
 			}
 			e, err := t.imageEntry(d, live, texts, backfillVersion, 0)
 			if err != nil {
-				return st, err
+				return st, fmt.Errorf("%w: %w", ErrMalformedItem, err)
 			}
 			if e == nil {
 				st.Sparse++
@@ -156,6 +159,9 @@ func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparis
 	alt, err := d.alternate()
 	if err != nil {
 		return nil, queryErr(q.index, "no other index type to compare with: %v", err)
+	}
+	if alt == nil {
+		return nil, queryErr(q.index, "the base table has no other index type to compare with")
 	}
 	if alt.ownTable && alternateTable != "" {
 		alt.table = alternateTable

@@ -2,7 +2,6 @@ package ddbindex
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -60,7 +59,7 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return to, fmt.Errorf("ddbindex: %w", err)
+		return to, writeErr("%w", err)
 	}
 	acts := []action{{cond: what, found: t.foundFor("move", expected), item: types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(t.TableName()), Key: pf.key, ConditionExpression: expr.Condition(),

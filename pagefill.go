@@ -272,13 +272,13 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool)
 		end.digest = p.digest
 		var err error
 		if end.at, err = p.def.positionOf(raw[limit-1]); err != nil {
-			return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
+			return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
 		}
 		if len(raw) > limit {
 			// The look-ahead item: live, and everything between it and the
 			// page's last item was read and found dead.
 			if end.next, err = p.def.positionOf(raw[limit]); err != nil {
-				return nil, fmt.Errorf("ddbindex: an item of %s has unreadable keys: %w", indexLabel(p.def.name), err)
+				return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
 			}
 		}
 		pg.total.Dropped += len(raw) - limit
@@ -314,7 +314,7 @@ func (pg *pager[T]) remember() {
 // the entry is a tombstone (see showTombstone).
 func (t *Table[T]) unmarshalItem(item map[string]types.AttributeValue, v *T) error {
 	if err := attributevalue.UnmarshalMap(item, v); err != nil {
-		return fmt.Errorf("ddbindex: unmarshal %s: %w", t.s.model, err)
+		return fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, t.s.model, err)
 	}
 	t.showTombstone(item, v)
 	return nil
@@ -330,13 +330,15 @@ type CapError struct {
 	Cursor string  // continues after what was returned
 }
 
-// Error implements the error interface.
 func (e *CapError) Error() string {
 	return fmt.Sprintf("ddbindex: %s cap of %g reached (used %g); continue with the returned cursor [%s]", e.Cap, e.Limit, e.Used, ErrCapReached.code)
 }
 
 // Is makes CapError match ErrCapReached.
 func (e *CapError) Is(target error) bool { return target == ErrCapReached }
+
+// Code returns ErrCapReached's code.
+func (e *CapError) Code() string { return ErrCapReached.code }
 
 // ---- request sizing ----------------------------------------------------------
 

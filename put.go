@@ -2,7 +2,6 @@ package ddbindex
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -73,7 +72,7 @@ func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.Con
 	if ok {
 		expr, err := expression.NewBuilder().WithCondition(cond).Build()
 		if err != nil {
-			return nil, fmt.Errorf("ddbindex: %w", err)
+			return nil, writeErr("%w", err)
 		}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -92,5 +91,5 @@ func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.Con
 		// write, applied by an attempt whose answer was lost.
 		return nil, nil
 	}
-	return cur, &ConflictError{Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: err}
+	return cur, &ConflictError{Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: sdkError(err)}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
@@ -139,38 +138,4 @@ func TestPutRecreateRace(t *testing.T) {
 	got := wrIndex(t, tb, "", false, "T1")
 	require.Len(t, got, 1)
 	require.Equal(t, "theirs", got[0].Title)
-}
-
-// TestPutRecreateFromTheStream: the stream records of a create, a soft
-// delete and a re-create, applied in order, leave a live index entry: the
-// re-create is newer than the tombstone, never dropped as stale; applying
-// them again changes nothing.
-func TestPutRecreateFromTheStream(t *testing.T) {
-	t.Parallel()
-	ddbtest.Require(t, ddbtest.Streams)
-	ctx := t.Context()
-	tb, c := newTestTable[wrTicket](t)
-	fresh := wrTicket{Team: "T1", Status: "open", ID: "1", Created: wrT0, Title: "one"}
-	v1, err := tb.Put(ctx, fresh)
-	require.NoError(t, err)
-	require.NoError(t, tb.Delete(ctx, v1))
-	fresh.Title = "one, again"
-	v3, err := tb.Put(ctx, fresh)
-	require.NoError(t, err)
-
-	changes := stChanges(t, stRecords(t, tb))
-	require.Len(t, changes, 3)
-	st, err := tb.Apply(ctx, changes...)
-	require.NoError(t, err)
-	require.Equal(t, ApplyStats{Changes: 3, Puts: 2, Deletes: 1}, st, "nothing dropped as stale")
-	require.Equal(t, []wrTicket{v3}, wrIndex(t, tb, "by_status", false, "T1"))
-	entries := wrScan(t, c, tb.tableOf(tb.s.byName["by_status"]))
-	require.Len(t, entries, 1)
-	require.NotContains(t, entries[0], "_deleted")
-	require.Equal(t, changes[2].Version, entries[0]["_ver"].(*types.AttributeValueMemberN).Value)
-
-	st, err = tb.Apply(ctx, changes...)
-	require.NoError(t, err)
-	require.Equal(t, ApplyStats{Changes: 3, Stale: 3}, st)
-	require.Equal(t, entries, wrScan(t, c, tb.tableOf(tb.s.byName["by_status"])))
 }

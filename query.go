@@ -283,7 +283,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		if q.t.s.deleted != nil && !slices.Contains(names, q.t.opts.DeletedAttr) {
 			names = append(names, q.t.opts.DeletedAttr) // the model shows tombstones
 		}
-		for _, k := range d.storedKeys() {
+		for _, k := range d.stored {
 			if !slices.Contains(names, k.attr) {
 				names = append(names, k.attr)
 			}

@@ -172,7 +172,7 @@ func (r *qtRecorder) reset() {
 func qtRecorded[T any](tb *Table[T]) (*Table[T], *qtRecorder) {
 	rec := &qtRecorder{Client: tb.client}
 	c := *tb
-	c.client = rec
+	c.client = calls{rec}
 	return &c, rec
 }
 
@@ -1217,7 +1217,7 @@ func TestQueryCaps(t *testing.T) {
 	t.Run("partial page", func(t *testing.T) {
 		p, err := tb.Query("feed", "dense").Limit(5).MaxRequests(1).Page(ctx)
 		require.ErrorIs(t, err, ErrCapReached)
-		assert.True(t, IsCapReached(err))
+		assert.ErrorIs(t, err, ErrCapReached)
 		assert.Equal(t, "DDBX-401", Code(err))
 		var ce *CapError
 		require.ErrorAs(t, err, &ce)

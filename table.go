@@ -121,7 +121,7 @@ func (o *Options) setDefaults() {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	client Client
+	client calls // every request goes through it (calls.go)
 	s      *schema
 	opts   Options
 	memo   *memo // the page fill's memory of live ratios
@@ -154,7 +154,7 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
 		}
 	}
-	return &Table[T]{client: client, s: s, opts: o, memo: &memo{}}, nil
+	return &Table[T]{client: calls{client}, s: s, opts: o, memo: &memo{}}, nil
 }
 
 // TableName returns the physical name of the base table.

@@ -48,6 +48,7 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = 5 * time.Minute
 	}
+	api = schemaCalls{api}
 	inputs := t.CreateTableInputs(!opts.NoStream)
 	for _, in := range inputs {
 		if _, err := api.CreateTable(ctx, in); err != nil {
@@ -59,6 +60,11 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 	})
 	for _, in := range inputs {
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, opts.WaitTimeout); err != nil {
+			if !errors.Is(err, ErrDynamoDB) {
+				// The waiter gave up (WaitTimeout): its DescribeTable calls
+				// did not see the table become active.
+				err = callErr("DescribeTable", in.TableName, nil, err)
+			}
 			return fmt.Errorf("ddbindex: wait for table %s: %w", aws.ToString(in.TableName), err)
 		}
 	}
@@ -185,7 +191,6 @@ type SchemaError struct {
 	Problems []string
 }
 
-// Error implements the error interface.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("ddbindex: the live schema does not match the declarations [%s]:\n  - %s",
 		ErrSchemaMismatch.code, strings.Join(e.Problems, "\n  - "))
@@ -193,6 +198,9 @@ func (e *SchemaError) Error() string {
 
 // Is makes SchemaError match ErrSchemaMismatch.
 func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch }
+
+// Code returns ErrSchemaMismatch's code.
+func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 
 // CheckSchema compares the declarations with the live tables (DescribeTable,
 // DescribeTimeToLive) and reports every mismatch in one *SchemaError: a
@@ -202,9 +210,10 @@ func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch
 // not ACTIVE, TTL not enabled where tombstones rely on it (index tables, and
 // the base table of a softdelete model), and, when index tables are kept
 // from the stream (no Options.WriteThrough), a base table without a
-// NEW_AND_OLD_IMAGES stream. Errors talking to DynamoDB are returned as they
-// are.
+// NEW_AND_OLD_IMAGES stream. A failed call to DynamoDB is a [*CallError]
+// ([ErrDynamoDB]), not a mismatch.
 func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
+	api = schemaCalls{api}
 	var problems []string
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	describe := func(name string) (*types.TableDescription, error) {
@@ -392,7 +401,7 @@ func projectionWords(d *layout) string {
 }
 
 func isKeyAttr(d *layout, attr string) bool {
-	for _, k := range d.storedKeys() {
+	for _, k := range d.stored {
 		if k.attr == attr {
 			return true
 		}

@@ -49,10 +49,10 @@ import (
 // arithmetic, if_not_exists, a nested path: use Put), and in write-through
 // mode an index-table key component (use Put, which writes the new entry and
 // tombstones the old one in the same transaction). In write-through mode
-// every other update is refused too (ErrInvalidWrite): the index tables need
-// the whole new item, so use Put. The attributes ddbindex owns (the version
-// field, the write token, the tombstone marker and the field tagged
-// ddbindex:"deleted") are refused with ErrInvalidWrite.
+// every other update is refused too, with [ErrUnsupported]: the index tables
+// need the whole new item, so use Put. The attributes ddbindex owns (the
+// version field, the write token, the tombstone marker and the field tagged
+// ddbindex:"deleted") are refused with [ErrInvalidWrite].
 //
 // With a version field, Update adds one to the stored version, and when
 // key's version is set it must equal the stored one.
@@ -70,7 +70,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		return err
 	}
 	if t.writeThrough() {
-		return writeErr("Update of %s in write-through mode: index tables need the whole new item; use Put", t.s.model)
+		return fmt.Errorf("%w: Update of %s in write-through mode: index tables need the whole new item; use Put", ErrUnsupported, t.s.model)
 	}
 	key0, texts, err := t.keyOf(&key)
 	if err != nil {
@@ -113,10 +113,10 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 				cur = found
 				continue
 			}
-			return &ConflictError{Op: "update", Err: err, Failed: []string{what + "; found " + t.state(found) +
+			return &ConflictError{Op: "update", Err: sdkError(err), Failed: []string{what + "; found " + t.state(found) +
 				" with " + strings.Join(up.readNames(), ", ") + " changed again by another writer while Update computed the index keys from them: retry the update"}}
 		}
-		return &ConflictError{Op: "update", Err: err, Failed: []string{what + "; " + t.found(found, v, "update")}}
+		return &ConflictError{Op: "update", Err: sdkError(err), Failed: []string{what + "; " + t.found(found, v, "update")}}
 	}
 }
 
@@ -235,7 +235,8 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 				return nil, fmt.Errorf("%w: Update of %s sets %s, an attribute of its primary key; DynamoDB cannot change it in place: use Move", ErrKeyChange, s.model, a)
 			}
 		}
-		if f := s.fields[a]; f != nil {
+		if i := slices.IndexFunc(s.fields, func(f *field) bool { return f.attr == a }); i >= 0 {
+			f := s.fields[i]
 			if isBase[f] {
 				return nil, fmt.Errorf("%w: Update of %s sets %s (field %s), part of its primary key; DynamoDB cannot change it in place: use Move", ErrKeyChange, s.model, a, f.goName)
 			}
@@ -393,7 +394,7 @@ func (t *Table[T]) updateExpected(up *updatePlan, v uint64, cur map[string]types
 // the recomputed derived keys, the version and the token, conditioned on the
 // item existing (live), on v when v > 0, and on the components read for the
 // derived keys being as in cur.
-func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]types.AttributeValue, base map[*field]string, up *updatePlan, v uint64,
+func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]types.AttributeValue, base keyTexts, up *updatePlan, v uint64,
 	cur map[string]types.AttributeValue, token string) (*dynamodb.UpdateItemInput, error) {
 	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
 	if t.s.softDelete {
@@ -402,9 +403,10 @@ func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]t
 	if v > 0 {
 		cond = cond.And(expression.Name(t.s.version.attr).Equal(expression.Value(v)))
 	}
-	texts := make(map[*field]string, len(base)+len(up.set)+len(up.readFields))
-	maps.Copy(texts, base)
-	maps.Copy(texts, up.set)
+	texts := slices.Clone(base)
+	for f, text := range up.set {
+		texts.put(f, text)
+	}
 	for _, f := range up.readFields {
 		av, has := cur[f.attr]
 		if !has {
@@ -414,10 +416,11 @@ func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]t
 		cond = cond.And(expression.Name(f.attr).Equal(expression.Value(av)))
 		text, ok, err := f.textFromAV(av)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: the stored %s does not read as a key value: %w", ErrInvalidWrite, t.s.model, f.attr, err)
+			return nil, fmt.Errorf("%w: Update of %s: the stored %s (field %s), which Update reads to compute a derived index key, does not read as a key value: %w",
+				ErrMalformedItem, t.s.model, f.attr, f.goName, err)
 		}
 		if ok {
-			texts[f] = text
+			texts.put(f, text)
 		}
 	}
 	tok := expression.Name(t.opts.WriteTokenAttr)

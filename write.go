@@ -27,8 +27,8 @@ import (
 // In write-through mode (Options.WriteThrough) each base write and the
 // index-table writes it implies go in one TransactWriteItems, conditioned on
 // the base item being as it was read; otherwise the base write goes alone and
-// a stream consumer (Table.Apply, StreamConsumer) keeps the index tables in
-// step.
+// a stream consumer (Table.Apply, under package stream's Consumer) keeps the
+// index tables in step.
 
 // maxTransactActions is DynamoDB's limit on actions per transaction.
 const maxTransactActions = 100
@@ -41,10 +41,9 @@ type ConflictError struct {
 	// version 3; found it live at version 4: another write came first;
 	// re-read it (now version 4) and apply your change to that copy".
 	Failed []string
-	Err    error // the DynamoDB error
+	Err    error // the DynamoDB error (the SDK's, not a *CallError)
 }
 
-// Error implements the error interface.
 func (e *ConflictError) Error() string {
 	what := "a condition failed"
 	if len(e.Failed) > 0 {
@@ -58,6 +57,9 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // Unwrap returns the DynamoDB error.
 func (e *ConflictError) Unwrap() error { return e.Err }
+
+// Code returns ErrConflict's code.
+func (e *ConflictError) Code() string { return ErrConflict.code }
 
 func writeErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidWrite}, args...)...)
@@ -101,7 +103,7 @@ func (t *Table[T]) setVersion(item *T, n uint64) {
 // base key.
 type prepared struct {
 	av    map[string]types.AttributeValue
-	texts map[*field]string
+	texts keyTexts
 	key   map[string]types.AttributeValue
 }
 
@@ -129,7 +131,7 @@ func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 	}
 	if whole && t.hasIndexTables() {
 		if _, err := t.IndexWrites(Change{New: av, Version: "1"}); err != nil {
-			return nil, fmt.Errorf("%w: index table entry: %w", ErrInvalidWrite, err)
+			return nil, fmt.Errorf("ddbindex: index table entry: %w", err) // IndexWrites' errors match ErrInvalidWrite
 		}
 	}
 	return &prepared{av: av, texts: texts, key: key}, nil
@@ -138,7 +140,7 @@ func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 // keyOf returns item's base key and the key texts of its base key fields,
 // from those fields alone: the others (an index's components among them)
 // may be unset.
-func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, map[*field]string, error) {
+func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, keyTexts, error) {
 	av, err := attributevalue.MarshalMapWithOptions(item, marshalOptions)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: marshal %s: %w", ErrInvalidWrite, t.s.model, err)
@@ -194,8 +196,8 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 	}
 	var conds []expression.ConditionBuilder
 	names := make([]string, 0, len(t.s.fields))
-	for a := range t.s.fields {
-		names = append(names, a)
+	for _, f := range t.s.fields {
+		names = append(names, f.attr)
 	}
 	slices.Sort(names)
 	for _, a := range names {
@@ -238,7 +240,7 @@ func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeVa
 func (t *Table[T]) putAction(av map[string]types.AttributeValue, cond expression.ConditionBuilder, what string, found func(map[string]types.AttributeValue) string) ([]action, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return nil, fmt.Errorf("ddbindex: %w", err)
+		return nil, writeErr("%w", err)
 	}
 	return []action{{cond: what, found: found, item: types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(t.TableName()), Item: av, ConditionExpression: expr.Condition(),
@@ -336,7 +338,7 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error
 	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		ce := &ConflictError{Op: op, Err: err}
+		ce := &ConflictError{Op: op, Err: sdkError(err)}
 		for i, r := range tce.CancellationReasons {
 			code := aws.ToString(r.Code)
 			if code == "" || code == "None" || i >= len(acts) {
@@ -423,7 +425,7 @@ func (t *Table[T]) settle(ctx context.Context, op string, err error, what string
 	if att.mayBeRetried() && ours(cur) {
 		return nil
 	}
-	return &ConflictError{Op: op, Failed: []string{what + "; " + t.found(cur, expected, op)}, Err: err}
+	return &ConflictError{Op: op, Failed: []string{what + "; " + t.found(cur, expected, op)}, Err: sdkError(err)}
 }
 
 // failedOn returns the stored item that err, the failure of a single
@@ -447,7 +449,7 @@ func (t *Table[T]) failedOn(ctx context.Context, op string, err error, what stri
 			return nil, fmt.Errorf("ddbindex: %s %s: a retried attempt failed its condition (%s), and reading the item to tell whether an earlier attempt was applied failed; the write may or may not have been made: %w",
 				op, t.s.model, what, rerr)
 		}
-		return nil, &ConflictError{Op: op, Failed: []string{what}, Err: err}
+		return nil, &ConflictError{Op: op, Failed: []string{what}, Err: sdkError(err)}
 	}
 	return cur, nil
 }

@@ -219,7 +219,7 @@ func TestWriteRefusedBeforeAnyRequest(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidWrite, "an empty update")
 		if wt {
 			err = tb.Update(ctx, it, expression.Set(expression.Name("title"), expression.Value("x")))
-			require.ErrorIs(t, err, ErrInvalidWrite)
+			require.ErrorIs(t, err, ErrUnsupported)
 			require.ErrorContains(t, err, "use Put")
 		} else {
 			// In stream mode an index-table key component may change, but
