@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Delete removes the item with item's key. A model declared softdelete is
+// Delete removes the item with item's base key (only the base key fields,
+// and the version, are read: the other fields may be unset). A model
+// declared softdelete is
 // marked deleted (DeletedAttr true, TTLAttr set a Retention ahead) instead of
 // removed. With a version field, the stored version must equal item's. In
 // write-through mode the index entries become tombstones in the same
@@ -27,13 +29,13 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 	if t.s.version != nil && expected == 0 {
 		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
 	}
-	p, err := t.prepare(&item, false)
+	key, _, err := t.keyOf(&item)
 	if err != nil {
 		return err
 	}
 	var old map[string]types.AttributeValue
 	if t.writeThrough() {
-		if old, err = t.current(ctx, p.key, optFns); err != nil {
+		if old, err = t.current(ctx, key, optFns); err != nil {
 			return err
 		}
 		if old == nil && t.s.version == nil {
@@ -63,12 +65,12 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 			return writeErr("%w", err)
 		}
 		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
+			TableName: aws.String(t.TableName()), Key: key, UpdateExpression: expr.Update(),
 			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}}}
 	} else {
-		del := &types.Delete{TableName: aws.String(t.TableName()), Key: p.key}
+		del := &types.Delete{TableName: aws.String(t.TableName()), Key: key}
 		if hasCond {
 			expr, err := expression.NewBuilder().WithCondition(cond).Build()
 			if err != nil {

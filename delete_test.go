@@ -45,7 +45,7 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.EqualValues(t, 2, items[0].Ver)
 
 	// Stale and missing versions.
-	wrRequireConflict(t, tb.Delete(ctx, it), "delete", "the item exists with version 1")
+	wrRequireConflict(t, tb.Delete(ctx, it), "delete", "the item is at version 1; found it deleted at version 2: it is deleted already")
 	zero := it
 	zero.Ver = 0
 	require.ErrorIs(t, tb.Delete(ctx, zero), ErrInvalidWrite)
@@ -124,7 +124,7 @@ func TestWriteThroughSoftDeleteTombstone(t *testing.T) {
 	// A stale delete changes nothing, base or index.
 	stale := it
 	stale.Ver = 2
-	wrRequireConflict(t, tb.Delete(ctx, stale), "delete", "the item exists with version 2 (ConditionalCheckFailed)")
+	wrRequireConflict(t, tb.Delete(ctx, stale), "delete", "the item is at version 2 (ConditionalCheckFailed); found it live at version 3: another write came first; re-read it (now version 3), and delete that copy")
 	require.Equal(t, entries, wrScan(t, c, index))
 }
 

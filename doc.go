@@ -29,7 +29,13 @@
 // read items by base key, strongly consistent, and do not return tombstones.
 //
 // On the write side, [Table.Put], [Table.Delete] and [Table.Move] write base
-// items (Move changes key values in one transaction); index tables are kept
+// items (Move changes base key values in one transaction), and [Table.Update]
+// changes an item in place, its GSI and LSI keys too: keep the base key
+// immutable and the value that changes in an index sort key, and Update
+// recomputes derived index keys in the same request, never from stale
+// values. To a caller a soft-deleted item (a tombstone) is absent: Put with
+// version 0 creates it again, and a model field tagged ddbindex:"deleted"
+// shows tombstones to reads that include them. Index tables are kept
 // in step either in the same transaction ([Options].WriteThrough) or from the
 // base table's stream, with every entry conditioned on the version of the
 // change that wrote it: [Table.Apply] applies a [Change], and the package

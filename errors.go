@@ -62,8 +62,11 @@ var (
 	// change being applied (code DDBX-600).
 	ErrConflict = &codedError{"DDBX-600", "write condition failed"}
 
-	// ErrKeyChange: a write would change a key attribute in place, which
-	// DynamoDB refuses; use Move (code DDBX-601).
+	// ErrKeyChange: an Update would change a key in a way it cannot: a base
+	// key attribute or component (DynamoDB refuses; use Move), a derived
+	// index key attribute or a derived key component otherwise than to a
+	// value, or an index-table key component in write-through mode (use Put)
+	// (code DDBX-601).
 	ErrKeyChange = &codedError{"DDBX-601", "key attributes cannot change in place"}
 
 	// ErrTooManyActions: a transaction would exceed DynamoDB's 100 actions
@@ -102,8 +105,9 @@ var (
 	// poison record.
 	ErrStreamRecord = &codedError{"DDBX-702", "malformed stream record"}
 
-	// ErrMalformedItem: a stored item that a read or Backfill cannot use: it
-	// does not unmarshal into the model, or its key attributes do not decode
+	// ErrMalformedItem: a stored item that a read, Backfill or Update cannot
+	// use: it does not unmarshal into the model, or its key attributes (or
+	// the components an Update reads to compute a derived key) do not decode
 	// as the declarations say (code DDBX-800). The data, or a declaration
 	// changed under it, needs repair; retrying does not help.
 	ErrMalformedItem = &codedError{"DDBX-800", "stored item does not fit the model"}

@@ -89,6 +89,23 @@ type erBadDecl struct {
 	C string    `dynamodbav:"c" ddbindex:"sk:0"`
 }
 
+// erTomb is soft-deleted, with a field tagged ddbindex:"deleted" that has
+// an attribute name.
+type erTomb struct {
+	_    TableSpec `ddbindex:"er-tombs,pk=PK,sk=SK,softdelete"`
+	Team string    `dynamodbav:"team" ddbindex:"pk,label=TEAM"`
+	ID   string    `dynamodbav:"id" ddbindex:"sk,label=ITEM"`
+	Ver  int64     `dynamodbav:"ver" ddbindex:"version"`
+	Gone bool      `dynamodbav:"gone" ddbindex:"deleted"`
+}
+
+// erBadTomb's deleted field is no bool.
+type erBadTomb struct {
+	_    TableSpec `ddbindex:"er-bad-tombs,softdelete"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Gone string    `dynamodbav:"gone" ddbindex:"deleted"`
+}
+
 // erQueryFake answers Query with query; any other call fails the test.
 type erQueryFake struct {
 	t     *testing.T
@@ -153,6 +170,10 @@ func erCases() []erCase {
 		}},
 		{"negative options", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
 			_, err := New[erItem](nil, func(o *Options) { o.Retention = -time.Hour })
+			return err
+		}},
+		{"a deleted field that is no bool", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
+			_, err := New[erBadTomb](nil)
 			return err
 		}},
 		{"a query of an undeclared index", "ErrInvalidQuery", new(*QueryError), func(t *testing.T) error {
@@ -236,6 +257,35 @@ func erCases() []erCase {
 			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not a *CallError")
 			return err
 		}},
+		{"an Update of a deleted item", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+			tb, _ := newTestTable[erTomb](t)
+			it, err := tb.Put(t.Context(), erTomb{Team: "T", ID: "1"})
+			require.NoError(t, err)
+			require.NoError(t, tb.Delete(t.Context(), it))
+			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, expression.Set(expression.Name("other"), expression.Value(1)))
+		}},
+		{"an Update that loses the derived-key race twice", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+			tb, c := newTestTable[upTicket](t)
+			h, hc := hooked(t, tb, c)
+			it, err := tb.Put(t.Context(), upTicket{Team: "T", ID: "1", Status: "open", Opened: upT0, Queue: "Q", Prio: 1})
+			require.NoError(t, err)
+			hc.beforeUpdate = func(n int) { // another writer changes a component Update read, before each attempt
+				require.NoError(t, tb.Update(t.Context(), upKey(it), expression.Set(expression.Name("prio"), expression.Value(1+n))))
+			}
+			err = h.Update(t.Context(), upKey(it), expression.Set(expression.Name("status"), expression.Value("closed")))
+			require.Equal(t, 2, hc.updates, "one retry, then the conflict")
+			var ce *ConflictError
+			require.ErrorAs(t, err, &ce)
+			var ccf *types.ConditionalCheckFailedException
+			require.ErrorAs(t, err, &ccf, "the SDK's error is the conflict's cause")
+			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not a *CallError")
+			return err
+		}},
+		{"an Update of a derived GSI key attribute", "ErrKeyChange", nil, func(t *testing.T) error {
+			tb, err := New[upTicket](nil)
+			require.NoError(t, err)
+			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, expression.Set(expression.Name("GSK"), expression.Value("x")))
+		}},
 		{"an Update of a base key component", "ErrKeyChange", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
@@ -265,6 +315,17 @@ func erCases() []erCase {
 			require.NoError(t, err)
 			_, err = tb.Put(t.Context(), erItem{Team: "T", ID: "1", Title: strings.Repeat("x", 1100)})
 			return err
+		}},
+		{"a Put of an item read as deleted", "ErrInvalidWrite", nil, func(t *testing.T) error {
+			tb, err := New[erTomb](nil)
+			require.NoError(t, err)
+			_, err = tb.Put(t.Context(), erTomb{Team: "T", ID: "1", Gone: true})
+			return err
+		}},
+		{"an Update of the deleted field", "ErrInvalidWrite", nil, func(t *testing.T) error {
+			tb, err := New[erTomb](nil)
+			require.NoError(t, err)
+			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, expression.Set(expression.Name("gone"), expression.Value(false)))
 		}},
 		{"a change with a malformed version", "ErrInvalidWrite", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
@@ -298,6 +359,17 @@ func erCases() []erCase {
 			require.NoError(t, err)
 			_, err = tb.Query("", "T").Page(t.Context())
 			return err
+		}},
+		{"an Update whose stored key component does not decode", "ErrMalformedItem", nil, func(t *testing.T) error {
+			tb, c := newTestTable[upTicket](t)
+			av, err := tb.Marshal(upTicket{Team: "T", ID: "1", Status: "open", Opened: upT0, Queue: "Q", Prio: 1})
+			require.NoError(t, err)
+			av["opened"] = &types.AttributeValueMemberS{Value: "soon"} // no time
+			_, err = c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(tb.TableName()), Item: av})
+			require.NoError(t, err)
+			// status and opened make by_status's derived sort key: Update
+			// reads opened to compute it.
+			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, expression.Set(expression.Name("status"), expression.Value("closed")))
 		}},
 		{"an item whose keys do not decode", "ErrMalformedItem", nil, func(t *testing.T) error {
 			// A server's answer (a fake's: a page is read to its end, so

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ddbindex/ddbindex"
@@ -283,6 +284,84 @@ func ExampleEncodeKey() {
 	// Output:
 	// open#b42#a$23b
 	// open#
+}
+
+// Case keeps its base key immutable and its status, which changes, in a GSI
+// sort key (status, then opened): the design that lets a plain update move
+// it in the team's status order.
+type Case struct {
+	_ ddbindex.TableSpec `ddbindex:"example-cases,softdelete"`
+	_ ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,sk=GSI1SK"`
+
+	ID      string    `dynamodbav:"id"     ddbindex:"pk"`
+	Team    string    `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Opened  time.Time `dynamodbav:"opened" ddbindex:"by_status.sk:1"`
+	Version int64     `dynamodbav:"version" ddbindex:"version"`
+	Deleted bool      `dynamodbav:"-" ddbindex:"deleted"`
+}
+
+// Update changes a GSI sort key component in place: ddbindex recomputes the
+// derived key (GSI1SK = status#opened#id) in the same UpdateItem, from the
+// new status and the stored opened time. A deleted case is absent to a
+// caller: Put with version 0 creates it again, and reads that include
+// tombstones show which entries are deleted.
+func ExampleTable_Update() {
+	ctx := context.Background()
+	client := ddbtest.NewClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	cases, err := ddbindex.New[Case](client, func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } })
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := cases.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = !ddbtest.Has(ddbtest.TTL) }); err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(cases.TableName())})
+	}()
+	opened := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		c := Case{ID: fmt.Sprint("C", i), Team: "TEAM-7", Status: "open", Opened: opened.Add(time.Duration(i) * time.Hour)}
+		if _, err := cases.Put(ctx, c); err != nil {
+			log.Fatal(err)
+		}
+	}
+	list := func() {
+		for c, err := range cases.Query("by_status", "TEAM-7").IncludeDeleted().All(ctx) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println(c.ID, c.Status, c.Version, c.Deleted)
+		}
+	}
+
+	// The key needs the base key only.
+	if err := cases.Update(ctx, Case{ID: "C1"}, expression.Set(expression.Name("status"), expression.Value("closed"))); err != nil {
+		log.Fatal(err)
+	}
+	if err := cases.Delete(ctx, Case{ID: "C2", Version: 1}); err != nil {
+		log.Fatal(err)
+	}
+	list()
+	fmt.Println("--")
+	again, err := cases.Put(ctx, Case{ID: "C2", Team: "TEAM-7", Status: "pending", Opened: opened})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("created again at version", again.Version)
+	list()
+	// Output:
+	// C1 closed 2 false
+	// C0 open 1 false
+	// C2 open 2 true
+	// --
+	// created again at version 3
+	// C1 closed 2 false
+	// C0 open 1 false
+	// C2 pending 3 false
 }
 
 // httpStatus is the HTTP status a service answers a failed call with, by

@@ -40,7 +40,7 @@ func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Opti
 		return zero, fmt.Errorf("%w: no live %s has the key %s", ErrNotFound, t.s.model, keyString(k))
 	}
 	var v T
-	if err := unmarshalItem(live, &v); err != nil {
+	if err := t.unmarshalItem(live, &v); err != nil {
 		return zero, err
 	}
 	return v, nil
@@ -93,7 +93,7 @@ func (t *Table[T]) BatchGet(ctx context.Context, keys []T, optFns ...func(*dynam
 			continue
 		}
 		var v T
-		if err := unmarshalItem(item, &v); err != nil {
+		if err := t.unmarshalItem(item, &v); err != nil {
 			return nil, err
 		}
 		out = append(out, v)

@@ -285,9 +285,11 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		pg.total.Dropped += len(raw) - limit
 		raw = raw[:limit]
 	}
-	page := &Page[T]{Items: make([]T, 0, len(raw))}
-	if err := attributevalue.UnmarshalListOfMaps(raw, &page.Items); err != nil {
-		return nil, fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, q.t.s.model, err)
+	page := &Page[T]{Items: make([]T, len(raw))}
+	for i := range raw {
+		if err := q.t.unmarshalItem(raw[i], &page.Items[i]); err != nil {
+			return nil, err
+		}
 	}
 	pg.total.Returned = len(page.Items)
 	page.Stats = pg.total
@@ -309,11 +311,13 @@ func (pg *pager[T]) remember() {
 	}
 }
 
-func unmarshalItem[T any](item map[string]types.AttributeValue, v *T) error {
+// unmarshalItem reads an entry into a model value, and shows on it whether
+// the entry is a tombstone (see showTombstone).
+func (t *Table[T]) unmarshalItem(item map[string]types.AttributeValue, v *T) error {
 	if err := attributevalue.UnmarshalMap(item, v); err != nil {
-		var zero T
-		return fmt.Errorf("%w: unmarshal %T: %w", ErrMalformedItem, zero, err)
+		return fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, t.s.model, err)
 	}
+	t.showTombstone(item, v)
 	return nil
 }
 

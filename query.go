@@ -117,7 +117,8 @@ func (q Query[T]) MaxRequests(n int) Query[T] { q.maxRequests = n; return q }
 // cursor, and [ErrCapReached]. The request that crosses the cap completes.
 func (q Query[T]) MaxReadUnits(units float64) Query[T] { q.maxUnits = units; return q }
 
-// IncludeDeleted returns tombstones too: for administrative reads only.
+// IncludeDeleted returns tombstones too: for administrative reads only. The
+// model's field tagged ddbindex:"deleted", if it has one, is true for them.
 func (q Query[T]) IncludeDeleted() Query[T] { q.deleted = true; return q }
 
 // ReportTo adds each call's costs to *s (for All and Exists, which return no
@@ -306,6 +307,9 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 	}
 	if len(q.project) > 0 {
 		names := slices.Clone(q.project)
+		if q.t.s.deleted != nil && !slices.Contains(names, q.t.opts.DeletedAttr) {
+			names = append(names, q.t.opts.DeletedAttr) // the model shows tombstones
+		}
 		for _, k := range d.stored {
 			if !slices.Contains(names, k.attr) {
 				names = append(names, k.attr)
@@ -470,7 +474,7 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 					return
 				}
 				var v T
-				if err := unmarshalItem(items[i], &v); err != nil {
+				if err := q.t.unmarshalItem(items[i], &v); err != nil {
 					yield(zero, err)
 					return
 				}
