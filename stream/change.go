@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
@@ -62,7 +63,9 @@ func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, erro
 // ([ddbindex.ErrInvalidWrite]); otherwise it returns what
 // [ddbindex.Table.Apply] returns. Lambda retries a failed batch; Apply is
 // idempotent, so the records applied before a failure count as Stale then.
-func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev events.DynamoDBEvent) (ddbindex.ApplyStats, error) {
+// optFns are applied to every request Apply sends, as the SDK's own per-call
+// options.
+func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev events.DynamoDBEvent, optFns ...func(*dynamodb.Options)) (ddbindex.ApplyStats, error) {
 	if t == nil {
 		return ddbindex.ApplyStats{}, errNilTable
 	}
@@ -74,7 +77,7 @@ func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev event
 		}
 		changes = append(changes, c)
 	}
-	return t.Apply(ctx, changes)
+	return t.Apply(ctx, changes, optFns...)
 }
 
 var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
