@@ -8,13 +8,27 @@ import (
 
 // This file is the one place where a failed call to DynamoDB becomes a
 // *CallError (ErrDynamoDB): every request the package sends goes through one
-// of these wrappers. A Table holds its client as calls; CreateTables,
+// of these wrappers, which pass the SDK's per-call options on. A Table holds
+// its client as calls (a read-only table's too: NewReadOnly's client is a
+// Client whose writes fail without a request); CreateTables,
 // CheckSchema and Backfill wrap the client they are given. (The stream
 // package's consumer wraps its DynamoDB Streams client and checkpoint store
 // the same way, in stream/calls.go.)
 
 // calls is a Table's client, with every error wrapped.
 type calls struct{ c Client }
+
+// batchTable is the table a BatchGetItem names, when it names one alone
+// (BatchGet's do); nil otherwise.
+func batchTable(in *dynamodb.BatchGetItemInput) *string {
+	if len(in.RequestItems) != 1 {
+		return nil
+	}
+	for name := range in.RequestItems {
+		return &name
+	}
+	return nil
+}
 
 func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	out, err := w.c.Query(ctx, in, optFns...)
@@ -24,6 +38,11 @@ func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...fun
 func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	out, err := w.c.GetItem(ctx, in, optFns...)
 	return out, callErr("GetItem", in.TableName, nil, err)
+}
+
+func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := w.c.BatchGetItem(ctx, in, optFns...)
+	return out, callErr("BatchGetItem", batchTable(in), nil, err)
 }
 
 func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -15,7 +16,13 @@ import (
 // write-through mode the index entries become tombstones in the same
 // transaction. Deleting an item that does not exist is not an error, unless
 // a version is expected.
-func (t *Table[T]) Delete(ctx context.Context, item T) error {
+//
+// optFns are applied to every request Delete sends, as the SDK's own
+// per-call options.
+func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) error {
+	if err := t.writable("Delete"); err != nil {
+		return err
+	}
 	expected := t.version(&item)
 	if t.s.version != nil && expected == 0 {
 		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
@@ -26,7 +33,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	}
 	var old map[string]types.AttributeValue
 	if t.writeThrough() {
-		if old, err = t.current(ctx, p.key); err != nil {
+		if old, err = t.current(ctx, p.key, optFns); err != nil {
 			return err
 		}
 		if old == nil && t.s.version == nil {
@@ -80,7 +87,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 		if t.s.softDelete {
 			ours = func(cur map[string]types.AttributeValue) bool { return t.hasToken(cur, token) }
 		}
-		err := t.single(ctx, "delete", base, expected, ours)
+		err := t.single(ctx, "delete", base, expected, optFns, ours)
 		if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
 			// The only condition was that the item exists (so that the
 			// update does not create it): a missing item is no error.
@@ -92,5 +99,5 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	if err != nil {
 		return err
 	}
-	return t.transact(ctx, "delete", append([]action{base}, idx...))
+	return t.transact(ctx, "delete", append([]action{base}, idx...), optFns)
 }

@@ -22,7 +22,7 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.EqualValues(t, 1, it.Ver, "a create writes version 1")
 	img1 := wrRaw(t, tb, it)
 	require.EqualValues(t, 1, wrNum(t, img1["ver"]))
-	st, err := tb.Apply(ctx, Change{New: img1, Version: "1"})
+	st, err := tb.Apply(ctx, []Change{{New: img1, Version: "1"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyStats{Changes: 1, Puts: 1}, st)
 	require.Len(t, wrIndex(t, tb, "by_status", false, "T1"), 1)
@@ -51,7 +51,7 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.ErrorIs(t, tb.Delete(ctx, zero), ErrInvalidWrite)
 
 	// The stream path: the soft delete becomes a tombstone of the entry.
-	st, err = tb.Apply(ctx, Change{Old: img1, New: img2, Version: "2"})
+	st, err = tb.Apply(ctx, []Change{{Old: img1, New: img2, Version: "2"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyStats{Changes: 1, Deletes: 1}, st)
 	require.Empty(t, wrIndex(t, tb, "by_status", false, "T1"))
@@ -74,7 +74,7 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.Len(t, items, 1)
 	require.Equal(t, "Printer, again", items[0].Title)
 
-	st, err = tb.Apply(ctx, Change{Old: img2, New: img3, Version: "3"})
+	st, err = tb.Apply(ctx, []Change{{Old: img2, New: img3, Version: "3"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyStats{Changes: 1, Puts: 1}, st)
 	live := wrIndex(t, tb, "by_status", false, "T1")

@@ -25,7 +25,8 @@
 // before the filter), strict Base64 cursors that name logical positions (so
 // they survive the GSI-to-table switch), and a guard against positions that
 // do not advance. [Query.Explain] shows the request without sending it, next
-// to the same query on the other index type.
+// to the same query on the other index type. [Table.Get] and [Table.BatchGet]
+// read items by base key, strongly consistent, and do not return tombstones.
 //
 // On the write side, [Table.Put], [Table.Delete] and [Table.Move] write base
 // items (Move changes key values in one transaction); index tables are kept
@@ -38,6 +39,14 @@
 // and aws-lambda-go, so a service that only reads does not.
 // [Table.CreateTables] and [Table.CheckSchema] create and verify the tables
 // from the declarations.
+//
+// Options come as functions that change an options struct ([New]'s
+// [Options], [CreateOptions], [BackfillOptions]); every method that sends
+// requests also takes per-call SDK options (func(*dynamodb.Options)), last,
+// and applies them to each request it sends. A service that only reads
+// builds its table with [NewReadOnly] from a client with the read methods
+// alone ([ReadAPI]); writes on it fail before any request with
+// [ErrUnsupported].
 //
 // Every error matches exactly one sentinel with errors.Is ([ErrInvalidCursor]
 // is the one a client's cursor fails with: HTTP 400) and has a stable code

@@ -49,6 +49,10 @@ var (
 	// so far and a cursor that continues after them.
 	ErrCapReached = &codedError{"DDBX-401", "per-call cap reached"}
 
+	// ErrNotFound: Get found no live item with the key: none is stored, or
+	// it is a tombstone (code DDBX-404).
+	ErrNotFound = &codedError{"DDBX-404", "item not found"}
+
 	// ErrSchemaMismatch: the live tables do not match the declarations
 	// (code DDBX-500). The error lists every mismatch.
 	ErrSchemaMismatch = &codedError{"DDBX-500", "live schema does not match the declarations"}
@@ -73,9 +77,10 @@ var (
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
-	// declared or configured: Backfill of an index that is not an index
-	// table, Update of a model whose index tables are written through
-	// (code DDBX-604). Raised before any request.
+	// declared or configured: a write on a table made by [NewReadOnly],
+	// Backfill of an index that is not an index table, Update of a model
+	// whose index tables are written through (code DDBX-604). Raised before
+	// any request.
 	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not
@@ -251,9 +256,11 @@ func (e *CallError) Transient() bool { return IsTransient(e.Err) }
 
 // callErr wraps a non-nil error of a call in a *CallError; nil stays nil.
 // table and index are the request's names (nil when it has none).
+// errReadOnly, a read-only table's client refusing a write without sending
+// it, is no failed call and stays as it is.
 func callErr(op string, table, index *string, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || err == errReadOnly {
+		return err
 	}
 	e := &CallError{Op: op, Err: err}
 	if table != nil {

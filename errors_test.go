@@ -37,6 +37,7 @@ var erSentinels = map[string]error{
 	"ErrInvalidCursor":  ErrInvalidCursor,
 	"ErrNoProgress":     ErrNoProgress,
 	"ErrCapReached":     ErrCapReached,
+	"ErrNotFound":       ErrNotFound,
 	"ErrSchemaMismatch": ErrSchemaMismatch,
 	"ErrConflict":       ErrConflict,
 	"ErrKeyChange":      ErrKeyChange,
@@ -104,6 +105,9 @@ func (f erQueryFake) fail(op string) error {
 func (f erQueryFake) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return nil, f.fail("GetItem")
 }
+func (f erQueryFake) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, f.fail("BatchGetItem")
+}
 func (f erQueryFake) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return nil, f.fail("PutItem")
 }
@@ -138,8 +142,9 @@ type erCase struct {
 
 // erCases returns, for every sentinel, calls that fail with it. Each call
 // is a public operation failing as it does in use; only a transport error
-// needs a fake, and then the failure comes from the fault-injecting
-// transport or the SDK.
+// and DynamoDB's partial BatchGetItem answers (which local servers never
+// give) need a fake, and then the failure comes from the fault-injecting
+// transport or the SDK, or from a fake of the documented answer (gtPartial).
 func erCases() []erCase {
 	return []erCase{
 		{"a broken declaration", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
@@ -206,6 +211,11 @@ func erCases() []erCase {
 			_, err = tb.Query("", "T").MaxRequests(1).Page(t.Context())
 			return err
 		}},
+		{"a Get of an item that is not stored", "ErrNotFound", nil, func(t *testing.T) error {
+			tb, _ := newTestTable[erItem](t)
+			_, err := tb.Get(t.Context(), erItem{Team: "T", ID: "absent"})
+			return err
+		}},
 		{"CheckSchema of missing tables", "ErrSchemaMismatch", new(*SchemaError), func(t *testing.T) error {
 			c := ddbtest.Client(t)
 			prefix := ddbtest.Name(t, "")
@@ -259,19 +269,25 @@ func erCases() []erCase {
 		{"a change with a malformed version", "ErrInvalidWrite", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
-			_, err = tb.Apply(t.Context(), Change{Version: "v1"})
+			_, err = tb.Apply(t.Context(), []Change{{Version: "v1"}})
 			return err
 		}},
 		{"Backfill of a GSI", "ErrUnsupported", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
-			_, err = tb.Backfill(t.Context(), nil, "by_rank", BackfillOptions{})
+			_, err = tb.Backfill(t.Context(), nil, "by_rank")
 			return err
 		}},
 		{"Update with index tables written through", "ErrUnsupported", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil, wrWriteThrough)
 			require.NoError(t, err)
 			return tb.Update(t.Context(), erItem{Team: "T", ID: "1"}, expression.Set(expression.Name("other"), expression.Value(1)))
+		}},
+		{"a write on a read-only table", "ErrUnsupported", nil, func(t *testing.T) error {
+			tb, err := NewReadOnly[erItem](nil)
+			require.NoError(t, err)
+			_, err = tb.Put(t.Context(), erItem{Team: "T", ID: "1"})
+			return err
 		}},
 		{"an item that does not unmarshal", "ErrMalformedItem", nil, func(t *testing.T) error {
 			tb, c := newTestTable[erItem](t)
@@ -326,6 +342,30 @@ func erCases() []erCase {
 			require.False(t, IsTransient(err))
 			var nf *types.ResourceNotFoundException
 			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
+			return err
+		}},
+		{"a read-only table's Get of a missing table", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
+			name := ddbtest.Name(t, "missing")
+			tb, err := NewReadOnly[erItem](&roClient{c: ddbtest.Client(t)}, func(o *Options) { o.TableName = func(string) string { return name } })
+			require.NoError(t, err)
+			_, err = tb.Get(t.Context(), erItem{Team: "T", ID: "1"})
+			var ce *CallError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, CallError{Op: "GetItem", Table: name, Err: ce.Err}, *ce)
+			var nf *types.ResourceNotFoundException
+			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
+			return err
+		}},
+		{"BatchGet keys left unprocessed", "ErrDynamoDB", new(*unprocessedError), func(t *testing.T) error {
+			tb, c := newTestTable[erItem](t, func(o *Options) { o.Retry = RetryOptions{MaxAttempts: 2, BaseDelay: time.Microsecond} })
+			tb.client = calls{&gtPartial{Client: c, serve: 0}} // DynamoDB's documented partial answer
+			_, err := tb.BatchGet(t.Context(), []erItem{{Team: "T", ID: "1"}, {Team: "T", ID: "2"}})
+			var ce *CallError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "BatchGetItem", ce.Op)
+			require.Equal(t, tb.TableName(), ce.Table)
+			require.True(t, ce.Transient(), "unprocessed keys are worth asking for later")
+			require.True(t, IsTransient(err))
 			return err
 		}},
 		{"a canceled context", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {

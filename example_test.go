@@ -52,18 +52,27 @@ type Ticket struct {
 // exampleTickets creates the example's tables under unique names, with
 // index tables written through, and fills them.
 func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
+	tickets, _, cleanup := exampleTicketsNamed(ctx)
+	return tickets, cleanup
+}
+
+// exampleTicketsNamed is exampleTickets, and the option that names its
+// tables.
+func exampleTicketsNamed(ctx context.Context) (*ddbindex.Table[Ticket], func(*ddbindex.Options), func()) {
 	client := ddbtest.NewClient()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
-	tickets, err := ddbindex.New[Ticket](client, func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return prefix + s }
+	naming := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } }
+	tickets, err := ddbindex.New[Ticket](client, naming, func(o *ddbindex.Options) {
 		o.WriteThrough = ddbtest.Has(ddbtest.Transactions)
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = tickets.CreateTables(ctx, client, ddbindex.CreateOptions{NoTTL: !ddbtest.Has(ddbtest.TTL), NoStream: true})
+	err = tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) {
+		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), true
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -82,12 +91,77 @@ func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
 			// Without transactions, write the index table entries the way
 			// a stream consumer would.
 			av, _ := tickets.Marshal(t)
-			if _, err := tickets.Apply(ctx, ddbindex.Change{New: av, Version: "1"}); err != nil {
+			if _, err := tickets.Apply(ctx, []ddbindex.Change{{New: av, Version: "1"}}); err != nil {
 				log.Fatal(err)
 			}
 		}
 	}
-	return tickets, cleanup
+	return tickets, naming, cleanup
+}
+
+// Get reads one ticket by its base key (team, status, id); a key with no
+// live item is ErrNotFound.
+func ExampleTable_Get() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	t, err := tickets.Get(ctx, Ticket{Team: "TEAM-7", Status: "pending", ID: "8842"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(t.ID, t.Title, t.Version)
+	_, err = tickets.Get(ctx, Ticket{Team: "TEAM-7", Status: "open", ID: "8842"})
+	fmt.Println(errors.Is(err, ddbindex.ErrNotFound), ddbindex.Code(err))
+	// Output:
+	// 8842 ticket 2 1
+	// true DDBX-404
+}
+
+// BatchGet reads many tickets at once, in the order of the keys: a key
+// with no item yields nothing, a key given twice yields its item twice.
+func ExampleTable_BatchGet() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	got, err := tickets.BatchGet(ctx, []Ticket{
+		{Team: "TEAM-7", Status: "closed", ID: "8844"},
+		{Team: "TEAM-7", Status: "open", ID: "9999"},
+		{Team: "TEAM-7", Status: "open", ID: "8840"},
+		{Team: "TEAM-7", Status: "closed", ID: "8844"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range got {
+		fmt.Println(t.ID, t.Status)
+	}
+	// Output:
+	// 8844 closed
+	// 8840 open
+	// 8844 closed
+}
+
+// A service that only reads builds its table from a client with only the
+// read methods; a write fails before any request.
+func ExampleNewReadOnly() {
+	ctx := context.Background()
+	_, naming, cleanup := exampleTicketsNamed(ctx)
+	defer cleanup()
+
+	var client ddbindex.ReadAPI = ddbtest.NewClient() // any client with GetItem, BatchGetItem and Query
+	tickets, err := ddbindex.NewReadOnly[Ticket](client, naming)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ok, err := tickets.Query("by_status", "TEAM-7").Where(ddbindex.Eq("pending")).Exists(ctx)
+	fmt.Println(ok, err)
+	_, err = tickets.Put(ctx, Ticket{Team: "TEAM-7", Status: "open", ID: "9000"})
+	fmt.Println(errors.Is(err, ddbindex.ErrUnsupported), ddbindex.Code(err))
+	// Output:
+	// true <nil>
+	// true DDBX-604
 }
 
 // Page through a team's open tickets, oldest first, two at a time: each
@@ -160,7 +234,7 @@ func ExampleQuery_Exists() {
 		before, _ := tickets.Marshal(pending)
 		closed.Version = 2
 		after, _ := tickets.Marshal(closed)
-		if _, err := tickets.Apply(ctx, ddbindex.Change{Old: before, Version: "2"}, ddbindex.Change{New: after, Version: "2"}); err != nil {
+		if _, err := tickets.Apply(ctx, []ddbindex.Change{{Old: before, Version: "2"}, {New: after, Version: "2"}}); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -214,12 +288,15 @@ func ExampleEncodeKey() {
 // httpStatus is the HTTP status a service answers a failed call with, by
 // the error's code (the README's error reference gives the reasons): 400
 // for what the request brought (a cursor, a condition value, an item that
-// cannot be stored), 409 for a lost conditional write, 503 for a DynamoDB
-// call that a later attempt may get through, 500 for everything else.
+// cannot be stored), 404 for an item Get does not find, 409 for a lost
+// conditional write, 503 for a DynamoDB call that a later attempt may get
+// through, 500 for everything else.
 func httpStatus(err error) int {
 	switch ddbindex.Code(err) {
 	case "DDBX-200", "DDBX-201", "DDBX-300", "DDBX-603":
 		return http.StatusBadRequest
+	case "DDBX-404":
+		return http.StatusNotFound
 	case "DDBX-600":
 		return http.StatusConflict
 	case "DDBX-900":
@@ -248,7 +325,7 @@ func withErrors(h func(http.ResponseWriter, *http.Request) error) http.HandlerFu
 	}
 }
 
-// ticketAPI lists a team's tickets and creates tickets.
+// ticketAPI lists a team's tickets, reads one, and creates tickets.
 func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /tickets", withErrors(func(w http.ResponseWriter, r *http.Request) error {
@@ -258,6 +335,14 @@ func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
 			return err
 		}
 		fmt.Fprintf(w, "%d tickets", len(page.Items))
+		return nil
+	}))
+	mux.Handle("GET /tickets/{status}/{id}", withErrors(func(w http.ResponseWriter, r *http.Request) error {
+		t, err := tickets.Get(r.Context(), Ticket{Team: "TEAM-7", Status: r.PathValue("status"), ID: r.PathValue("id")})
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(w, t.Title)
 		return nil
 	}))
 	mux.Handle("POST /tickets/{id}", withErrors(func(w http.ResponseWriter, r *http.Request) error {
@@ -272,8 +357,9 @@ func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
 }
 
 // Map errors to HTTP statuses in a middleware, by their code: a tampered
-// cursor is the client's error, a ticket created twice a conflict, and a
-// throttled DynamoDB a reason to come back later.
+// cursor is the client's error, a ticket that is not there not found, a
+// ticket created twice a conflict, and a throttled DynamoDB a reason to come
+// back later.
 func ExampleCode_httpStatus() {
 	ctx := context.Background()
 	tickets, cleanup := exampleTickets(ctx)
@@ -301,6 +387,8 @@ func ExampleCode_httpStatus() {
 	}{
 		{ticketAPI(tickets), "GET", "/tickets?team=TEAM-7"},
 		{ticketAPI(tickets), "GET", "/tickets?team=TEAM-7&cursor=tampered"},
+		{ticketAPI(tickets), "GET", "/tickets/open/8840"},
+		{ticketAPI(tickets), "GET", "/tickets/open/9999"},
 		{ticketAPI(tickets), "POST", "/tickets/9000"},
 		{ticketAPI(tickets), "POST", "/tickets/8840"},
 		{ticketAPI(busy), "GET", "/tickets?team=TEAM-7"},
@@ -316,6 +404,8 @@ func ExampleCode_httpStatus() {
 	// Output:
 	// GET /tickets?team=TEAM-7 → 200 2 tickets
 	// GET /tickets?team=TEAM-7&cursor=tampered → 400 DDBX-300
+	// GET /tickets/open/8840 → 200 ticket 0
+	// GET /tickets/open/9999 → 404 DDBX-404
 	// POST /tickets/9000 → 201
 	// POST /tickets/8840 → 409 DDBX-600
 	// GET /tickets?team=TEAM-7 → 503 DDBX-900 (Retry-After: 1)

@@ -140,7 +140,7 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		if limit == 0 {
 			limit = DefaultPageSize
 		}
-		pg := newPager(q, p, true)
+		pg := newPager(q, p, true, nil)
 		return &Request{Kind: d.kind, Input: pg.request(pg.size.next(pageWant(limit, true)))}, nil
 	}
 	r, err := first(q, d)

@@ -83,7 +83,9 @@ func TestBackfillThenCompare(t *testing.T) {
 	require.Contains(t, c.Differences[0], "page 1: 7 items as a gsi, 0 as a table")
 
 	var progress []BackfillStats
-	st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{PageSize: 16, Progress: func(s BackfillStats) { progress = append(progress, s) }})
+	st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) {
+		o.PageSize, o.Progress = 16, func(s BackfillStats) { progress = append(progress, s) }
+	})
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 	require.GreaterOrEqual(t, len(progress), 4, "a progress report per scan page")
@@ -96,7 +98,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A second backfill leaves every entry as it is.
-	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{})
+	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
 
@@ -105,7 +107,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	img, err := gsi.Marshal(posts[11])
 	require.NoError(t, err)
 	require.NoError(t, gsi.Delete(ctx, posts[11]))
-	_, err = table.Apply(ctx, Change{Old: img, Version: "7"})
+	_, err = table.Apply(ctx, []Change{{Old: img, Version: "7"}})
 	require.NoError(t, err)
 	for i, q := range queries {
 		c, err := q.Compare(ctx, "")
@@ -114,7 +116,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A backfill after it does not bring the tombstoned entry back.
-	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{})
+	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)
@@ -130,7 +132,7 @@ func TestCompareReportsDifferences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	gsi, table, posts := mgSetup(t, 20)
-	_, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{})
+	_, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 
 	// The index table misses a change: a post's text changed in the base
@@ -145,9 +147,9 @@ func TestCompareReportsDifferences(t *testing.T) {
 	require.Contains(t, c.Differences[0], `id="p004"`)
 
 	// An item only in the index table shifts every later item of its page.
-	_, err = table.Apply(ctx, Change{New: map[string]typesAV{
+	_, err = table.Apply(ctx, []Change{{New: map[string]typesAV{
 		"id": avS("zzz"), "feed": avS("global"), "at": avN("1733000000500"), "text": avS("ghost"),
-	}, Version: "9"})
+	}, Version: "9"}})
 	require.NoError(t, err)
 	c, err = gsi.Query("newest", "global").Limit(50).Compare(ctx, "")
 	require.NoError(t, err)
@@ -161,9 +163,9 @@ func TestCompareAndBackfillRefusals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = gsi.Query("", "p1").Compare(context.Background(), "")
 	require.ErrorIs(t, err, ErrInvalidQuery)
-	_, err = gsi.Backfill(context.Background(), nil, "newest", BackfillOptions{})
+	_, err = gsi.Backfill(context.Background(), nil, "newest")
 	require.ErrorIs(t, err, ErrUnsupported)
-	_, err = gsi.Backfill(context.Background(), nil, "nope", BackfillOptions{})
+	_, err = gsi.Backfill(context.Background(), nil, "nope")
 	require.ErrorIs(t, err, ErrInvalidQuery)
 }
 
@@ -173,7 +175,7 @@ func TestBackfillSegments(t *testing.T) {
 	_, table, posts := mgSetup(t, 30)
 	total := BackfillStats{}
 	for seg := int32(0); seg < 3; seg++ {
-		st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", BackfillOptions{Segment: seg, TotalSegments: 3})
+		st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) { o.Segment, o.TotalSegments = seg, 3 })
 		require.NoError(t, err)
 		total.Scanned += st.Scanned
 		total.Written += st.Written
@@ -220,7 +222,7 @@ func TestBackfillUnderFaults(t *testing.T) {
 		return out, out.tableOf(out.s.byName["newest"])
 	}
 	ref, refTable := fresh(t, c, "want")
-	st, err := ref.Backfill(t.Context(), c, "newest", BackfillOptions{PageSize: 25})
+	st, err := ref.Backfill(t.Context(), c, "newest", func(o *BackfillOptions) { o.PageSize = 25 })
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
 	want := wrScan(t, c, refTable)
@@ -231,7 +233,9 @@ func TestBackfillUnderFaults(t *testing.T) {
 			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(200+i), nil), fc.Retryer)
 			tb, name := fresh(t, db, fmt.Sprint("case", i))
 			var log ddbtest.RetryLog
-			st, err := tb.Backfill(t.Context(), db, "newest", BackfillOptions{PageSize: 25, Retry: RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}})
+			st, err := tb.Backfill(t.Context(), db, "newest", func(o *BackfillOptions) {
+				o.PageSize, o.Retry = 25, RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}
+			})
 			require.NoError(t, err)
 			retries, quota := log.Counts()
 			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.Name, st, ft.Summary(), retries, quota)

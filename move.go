@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -18,7 +19,13 @@ import (
 //
 // DynamoDB cannot update a key attribute in place; Move is how a ticket whose
 // status is part of its sort key changes status.
-func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
+//
+// optFns are applied to every request Move sends, as the SDK's own per-call
+// options.
+func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamodb.Options)) (T, error) {
+	if err := t.writable("Move"); err != nil {
+		return to, err
+	}
 	expected := t.version(&from)
 	if t.s.version != nil && expected == 0 {
 		// Without it the move would go unchecked and write version 1,
@@ -39,7 +46,7 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	}
 	var old map[string]types.AttributeValue
 	if t.writeThrough() {
-		if old, err = t.current(ctx, pf.key); err != nil {
+		if old, err = t.current(ctx, pf.key, optFns); err != nil {
 			return to, err
 		}
 		if old == nil {
@@ -80,5 +87,5 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 		}
 		acts = append(append(acts, gone...), came...)
 	}
-	return to, t.transact(ctx, "move", acts)
+	return to, t.transact(ctx, "move", acts, optFns)
 }

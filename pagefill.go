@@ -71,14 +71,15 @@ type pager[T any] struct {
 	size  sizer
 	memo  bool // see newPager
 	total Stats
+	opts  []func(*dynamodb.Options) // the caller's per-call SDK options
 }
 
 // newPager starts a call. With memo, its requests are sized from what earlier
 // calls read in the partition, and it tells later calls what it read; Exists
 // goes without (it starts with the smallest read, and stops at the first
 // live item, which says little about the live ratio).
-func newPager[T any](q Query[T], p *plan, memo bool) *pager[T] {
-	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo}
+func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Options)) *pager[T] {
+	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo, opts: optFns}
 	// DeletedAttr true, and TTLAttr a Number of up to 11 digits.
 	pg.size.deadExtra = len(q.t.opts.DeletedAttr) + 1 + len(q.t.opts.TTLAttr) + 7
 	if memo {
@@ -140,7 +141,7 @@ func (pg *pager[T]) request(limit int) *dynamodb.QueryInput {
 // items and whether DynamoDB has more.
 func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.AttributeValue, bool, error) {
 	in := pg.request(limit)
-	out, err := pg.q.t.client.Query(ctx, in)
+	out, err := pg.q.t.client.Query(ctx, in, pg.opts...)
 	if err != nil && pg.alt != nil && isValidation(err) {
 		// The server refused the start key built before the cursor's next
 		// item (DynamoDB accepts any key value in the query's range, but a
@@ -150,7 +151,7 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 		pg.total.Requests++
 		pg.esk, pg.alt = pg.alt, nil
 		in = pg.request(limit)
-		out, err = pg.q.t.client.Query(ctx, in)
+		out, err = pg.q.t.client.Query(ctx, in, pg.opts...)
 	}
 	pg.alt = nil
 	if err != nil {
@@ -217,12 +218,12 @@ func (pg *pager[T]) cursor(c cursorPos) (string, error) {
 		c.next = nil
 	}
 	if c.next != nil {
-		if tok := encodeCursor(d, c, pg.q.desc, o.CursorKey); len(tok) <= o.MaxCursorBytes {
+		if tok := encodeCursor(d, c, pg.q.desc, o.signingKey()); len(tok) <= o.MaxCursorBytes {
 			return tok, nil
 		}
 		c.next = nil
 	}
-	tok := encodeCursor(d, c, pg.q.desc, o.CursorKey)
+	tok := encodeCursor(d, c, pg.q.desc, o.signingKey())
 	if len(tok) > o.MaxCursorBytes {
 		// Minting it would hand the caller a cursor the next call refuses.
 		return "", queryErr(d.name, "the cursor after this page is %d bytes, over Options.MaxCursorBytes (%d): raise it for keys this long", len(tok), o.MaxCursorBytes)
@@ -241,8 +242,8 @@ func pageWant(limit int, peek bool) int {
 }
 
 // fill reads one page of up to limit live items.
-func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool) (*Page[T], error) {
-	pg := newPager(q, p, peek)
+func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (*Page[T], error) {
+	pg := newPager(q, p, peek, optFns)
 	defer pg.remember()
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the

@@ -17,7 +17,13 @@ import (
 //
 // Put cannot change an item's key: an item with other key values is another
 // item. To change key values, use [Table.Move].
-func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
+//
+// optFns are applied to every request Put sends, as the SDK's own per-call
+// options.
+func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (T, error) {
+	if err := t.writable("Put"); err != nil {
+		return item, err
+	}
 	expected := t.version(&item)
 	t.setVersion(&item, expected+1)
 	p, err := t.prepare(&item, true)
@@ -38,16 +44,16 @@ func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 			in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		}
 		var att attempts
-		if _, err := t.client.PutItem(ctx, in, att.option); err != nil {
+		if _, err := t.client.PutItem(ctx, in, att.with(optFns)...); err != nil {
 			// A PutItem leaves exactly its item: finding it is finding our
 			// own write, applied by an attempt whose answer was lost.
-			return item, t.settle(ctx, "put", err, what, expected, p.key, &att, func(cur map[string]types.AttributeValue) bool {
+			return item, t.settle(ctx, "put", err, what, expected, p.key, &att, optFns, func(cur map[string]types.AttributeValue) bool {
 				return sameItem(cur, p.av)
 			})
 		}
 		return item, nil
 	}
-	old, err := t.current(ctx, p.key)
+	old, err := t.current(ctx, p.key, optFns)
 	if err != nil {
 		return item, err
 	}
@@ -60,5 +66,5 @@ func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 	if err != nil {
 		return item, err
 	}
-	return item, t.transact(ctx, "put", append(acts, idx...))
+	return item, t.transact(ctx, "put", append(acts, idx...), optFns)
 }

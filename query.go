@@ -72,12 +72,39 @@ func (q Query[T]) Limit(n int) Query[T] { q.limit = n; return q }
 func (q Query[T]) After(cursor string) Query[T] { q.cursor = cursor; return q }
 
 // Filter adds a condition on non-key attributes, evaluated by DynamoDB after
-// the key condition (and combined with the tombstone filter).
-func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] { q.filter = &c; return q }
+// the key condition. Each call ANDs its condition with those of earlier
+// calls, and the whole with the tombstone filter:
+//
+//	q.Filter(expression.Name("prio").GreaterThan(expression.Value(2))).
+//		Filter(expression.Name("assignee").AttributeExists())
+//
+// filters a softdelete model's index with
+//
+//	((attribute_not_exists(_deleted)) OR (_deleted <> true)) AND
+//	((prio > 2) AND (attribute_exists(assignee)))
+func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
+	if q.filter != nil {
+		c = q.filter.And(c)
+	}
+	q.filter = &c
+	return q
+}
 
-// Project reads only the named attributes (the key attributes are always
-// read too, since cursors need them).
-func (q Query[T]) Project(attrs ...string) Query[T] { q.project = attrs; return q }
+// Project reads only the named attributes, and the key attributes, which
+// cursors need. Each call adds its attributes to those of earlier calls, in
+// the order first named, each once: Project("title").Project("prio",
+// "title") reads title, prio and the keys. A Query without Project reads
+// every attribute.
+func (q Query[T]) Project(attrs ...string) Query[T] {
+	names := slices.Clip(q.project) // a copy shares the array: append copies
+	for _, a := range attrs {
+		if !slices.Contains(names, a) {
+			names = append(names, a)
+		}
+	}
+	q.project = names
+	return q
+}
 
 // ConsistentRead asks for strongly consistent reads. A GSI cannot serve
 // them: the query then fails before any request.
@@ -386,7 +413,10 @@ func (p *plan) checkPosition(pos position, partition []string, what string) erro
 // If a cap set with MaxRequests or MaxReadUnits stops it first, Page returns
 // the page read so far, with a cursor that continues after it, and an error
 // matching [ErrCapReached].
-func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
+//
+// optFns are applied to every request Page sends, as the SDK's own per-call
+// options; so it is for All, Exists and Compare.
+func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (*Page[T], error) {
 	p, err := q.plan()
 	if err != nil {
 		return nil, err
@@ -395,7 +425,7 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	page, err := fill[T](ctx, q, p, limit, true)
+	page, err := fill[T](ctx, q, p, limit, true, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
@@ -412,7 +442,7 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 // Without a Limit each request reads as much as DynamoDB returns (1 MB); with
 // one, it asks for what is still needed, growing through tombstones as Page
 // does, so a small Limit does not read the whole partition.
-func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
+func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		p, err := q.plan()
@@ -420,7 +450,7 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 			yield(zero, err)
 			return
 		}
-		pager := newPager(q, p, true)
+		pager := newPager(q, p, true, optFns)
 		yielded := 0
 		defer func() {
 			pager.remember()
@@ -472,12 +502,12 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 // Exists reports whether the query has at least one live item. It starts
 // with the smallest read (Limit 1) and reads on through tombstones, growing
 // the request as it learns how many there are.
-func (q Query[T]) Exists(ctx context.Context) (bool, error) {
+func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options)) (bool, error) {
 	p, err := q.plan()
 	if err != nil {
 		return false, err
 	}
-	page, err := fill[T](ctx, q, p, 1, false)
+	page, err := fill[T](ctx, q, p, 1, false, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}

@@ -386,7 +386,7 @@ func TestRunbookMixedFleet(t *testing.T) {
 	fleet = []rbInstance{open(0), open(1)} // rolling: one old, one new
 	write(fleet, 80)
 	check("step 1, mixed 0/1", fleet, false)
-	_, err = v1.Backfill(ctx, c, "by_status", ddbindex.BackfillOptions{})
+	_, err = v1.Backfill(ctx, c, "by_status")
 	require.NoError(t, err)
 	fleet = []rbInstance{open(1), open(1)}
 	write(fleet, 80)

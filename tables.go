@@ -15,7 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// CreateOptions configure [Table.CreateTables].
+// CreateOptions configure [Table.CreateTables]; the zero value of each field
+// means its default.
 type CreateOptions struct {
 	// NoStream leaves the base table without a stream. By default the base
 	// table gets a NEW_AND_OLD_IMAGES stream when the model declares an index
@@ -31,6 +32,10 @@ type CreateOptions struct {
 	WaitMinDelay, WaitMaxDelay time.Duration
 	// WaitTimeout bounds the wait. Default 5 minutes.
 	WaitTimeout time.Duration
+	// ClientOptions are applied to every request CreateTables sends (the
+	// wait's DescribeTable calls included), as the SDK's own per-call
+	// options.
+	ClientOptions []func(*dynamodb.Options)
 }
 
 // CreateTables creates, from the declarations, the base table with its GSIs
@@ -39,7 +44,13 @@ type CreateOptions struct {
 // tombstones expire too). Tables are billed on demand. It is meant for
 // tests, examples and bootstrapping; production tables usually come from
 // infrastructure code, which [Table.CheckSchema] verifies.
-func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateOptions) error {
+//
+//	err := tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = true })
+func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, optFns ...func(*CreateOptions)) error {
+	var opts CreateOptions
+	for _, fn := range optFns {
+		fn(&opts)
+	}
 	if opts.WaitMinDelay == 0 {
 		opts.WaitMinDelay = 100 * time.Millisecond
 	}
@@ -52,12 +63,13 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 	api = schemaCalls{api}
 	inputs := t.CreateTableInputs(!opts.NoStream)
 	for _, in := range inputs {
-		if _, err := api.CreateTable(ctx, in); err != nil {
+		if _, err := api.CreateTable(ctx, in, opts.ClientOptions...); err != nil {
 			return fmt.Errorf("ddbindex: create table %s: %w", aws.ToString(in.TableName), err)
 		}
 	}
 	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay, o.MaxDelay = opts.WaitMinDelay, opts.WaitMaxDelay
+		o.ClientOptions = opts.ClientOptions
 	})
 	for _, in := range inputs {
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, opts.WaitTimeout); err != nil {
@@ -78,7 +90,7 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{
 				AttributeName: aws.String(t.opts.TTLAttr), Enabled: aws.Bool(true),
 			},
-		})
+		}, opts.ClientOptions...)
 		if err != nil {
 			return fmt.Errorf("ddbindex: enable TTL on %s: %w", name, err)
 		}
@@ -212,15 +224,16 @@ func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 // the base table of a softdelete model), and, when index tables are kept
 // from the stream (no Options.WriteThrough), a base table without a
 // NEW_AND_OLD_IMAGES stream. A failed call to DynamoDB is a [*CallError]
-// ([ErrDynamoDB]), not a mismatch.
-func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
+// ([ErrDynamoDB]), not a mismatch. optFns are applied to every request
+// CheckSchema sends, as the SDK's own per-call options.
+func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...func(*dynamodb.Options)) error {
 	api = schemaCalls{api}
 	var problems []string
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	// lookup describes a table, nil when it does not exist; describe
 	// reports that as a problem.
 	lookup := func(name string) (*types.TableDescription, error) {
-		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, optFns...)
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
 			return nil, nil
@@ -242,7 +255,7 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 		return err
 	}
 	checkTTL := func(what, name, why string) error {
-		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}, optFns...)
 		if err != nil {
 			return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
 		}

@@ -20,7 +20,13 @@ import (
 // write-through mode it refuses every update with [ErrUnsupported] (the
 // index entries need the whole new item: use Put). With a version field, Update adds one to the
 // stored version, and when key's version is set it must equal the stored one.
-func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBuilder) error {
+//
+// optFns are applied to every request Update sends, as the SDK's own
+// per-call options.
+func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBuilder, optFns ...func(*dynamodb.Options)) error {
+	if err := t.writable("Update"); err != nil {
+		return err
+	}
 	if t.writeThrough() {
 		return fmt.Errorf("%w: Update of %s in write-through mode: index tables need the whole new item; use Put", ErrUnsupported, t.s.model)
 	}
@@ -83,9 +89,9 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: aws.String(mergeUpdate(aws.ToString(expr.Update()), own)),
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, att.option)
+	}, att.with(optFns)...)
 	if err != nil {
-		return t.settle(ctx, "update", err, what, t.version(&key), p.key, &att, func(cur map[string]types.AttributeValue) bool {
+		return t.settle(ctx, "update", err, what, t.version(&key), p.key, &att, optFns, func(cur map[string]types.AttributeValue) bool {
 			return t.hasToken(cur, token)
 		})
 	}

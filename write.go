@@ -180,8 +180,8 @@ func (t *Table[T]) changeVersion(newVersion uint64) string {
 func (t *Table[T]) writeThrough() bool { return t.opts.WriteThrough && t.hasIndexTables() }
 
 // current reads the stored base item (strongly consistent), or nil.
-func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.TableName()), Key: key, ConsistentRead: aws.Bool(true)})
+func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeValue, optFns []func(*dynamodb.Options)) (map[string]types.AttributeValue, error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.TableName()), Key: key, ConsistentRead: aws.Bool(true)}, optFns...)
 	if err != nil {
 		return nil, fmt.Errorf("ddbindex: read %s: %w", t.s.model, err)
 	}
@@ -231,7 +231,7 @@ func (t *Table[T]) indexActions(c Change) ([]action, error) {
 // single sends one action on its own. ours tells, from the stored item
 // found after a conditional-check failure, whether an earlier attempt of the
 // call applied the action (see settle).
-func (t *Table[T]) single(ctx context.Context, op string, a action, expected uint64, ours func(map[string]types.AttributeValue) bool) error {
+func (t *Table[T]) single(ctx context.Context, op string, a action, expected uint64, optFns []func(*dynamodb.Options), ours func(map[string]types.AttributeValue) bool) error {
 	var err error
 	var att attempts
 	var key map[string]types.AttributeValue
@@ -244,22 +244,22 @@ func (t *Table[T]) single(ctx context.Context, op string, a action, expected uin
 		if d.ConditionExpression != nil {
 			in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		}
-		_, err = t.client.DeleteItem(ctx, in, att.option)
+		_, err = t.client.DeleteItem(ctx, in, att.with(optFns)...)
 	case a.item.Update != nil:
 		u := a.item.Update
 		key = u.Key
 		_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
 			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}, att.option)
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}, att.with(optFns)...)
 	}
 	if err != nil {
-		return t.settle(ctx, op, err, a.cond, expected, key, &att, ours)
+		return t.settle(ctx, op, err, a.cond, expected, key, &att, optFns, ours)
 	}
 	return nil
 }
 
 // transact sends actions in one TransactWriteItems.
-func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error {
+func (t *Table[T]) transact(ctx context.Context, op string, acts []action, optFns []func(*dynamodb.Options)) error {
 	if len(acts) > maxTransactActions {
 		return fmt.Errorf("%w: %s of %s needs %d actions", ErrTooManyActions, op, t.s.model, len(acts))
 	}
@@ -270,7 +270,7 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error
 	// The SDK gives the call one idempotency token (ClientRequestToken),
 	// which its retries reuse: a retried transaction that was applied is
 	// not applied again, and succeeds.
-	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, optFns...)
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		ce := &ConflictError{Op: op, Err: sdkError(err)}
@@ -322,6 +322,12 @@ func (a *attempts) option(o *dynamodb.Options) {
 	})
 }
 
+// with returns the caller's per-call options followed by option, which
+// comes last so that an option that replaces APIOptions cannot drop it.
+func (a *attempts) with(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	return append(slices.Clip(optFns), a.option)
+}
+
 // mayBeRetried reports whether an earlier attempt of the call may have been
 // applied: more than one attempt, or an unknown count (a client that does
 // not run per-call options).
@@ -352,7 +358,7 @@ func (t *Table[T]) hasToken(item map[string]types.AttributeValue, token string) 
 // conditional-check failure. When the item must be read to tell, and that
 // read fails, the outcome is unknown: the error says so, and is no conflict.
 func (t *Table[T]) settle(ctx context.Context, op string, err error, what string, expected uint64, key map[string]types.AttributeValue,
-	att *attempts, ours func(map[string]types.AttributeValue) bool) error {
+	att *attempts, optFns []func(*dynamodb.Options), ours func(map[string]types.AttributeValue) bool) error {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
@@ -363,7 +369,7 @@ func (t *Table[T]) settle(ctx context.Context, op string, err error, what string
 		// No item returned: none is stored, or the server does not return
 		// it. Read it.
 		var rerr error
-		cur, rerr = t.current(ctx, key)
+		cur, rerr = t.current(ctx, key, optFns)
 		if rerr != nil {
 			if retried {
 				return fmt.Errorf("ddbindex: %s %s: a retried attempt failed its condition (%s), and reading the item to tell whether an earlier attempt was applied failed; the write may or may not have been made: %w",

@@ -62,7 +62,7 @@ func wrRaw[T any](t *testing.T, tb *Table[T], item T) map[string]types.Attribute
 	t.Helper()
 	p, err := tb.prepare(&item, false)
 	require.NoError(t, err)
-	out, err := tb.current(t.Context(), p.key)
+	out, err := tb.current(t.Context(), p.key, nil)
 	require.NoError(t, err)
 	return out
 }
@@ -157,6 +157,10 @@ func (c *wrNoClient) Query(context.Context, *dynamodb.QueryInput, ...func(*dynam
 	return nil, errWrNoClient
 }
 func (c *wrNoClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.calls.Add(1)
+	return nil, errWrNoClient
+}
+func (c *wrNoClient) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	c.calls.Add(1)
 	return nil, errWrNoClient
 }
@@ -428,7 +432,7 @@ func TestWriteErrorsFromDynamoDB(t *testing.T) {
 		}
 		img, err := tb.Marshal(it)
 		require.NoError(t, err)
-		st, err := tb.Apply(ctx, Change{New: img, Version: "1"})
+		st, err := tb.Apply(ctx, []Change{{New: img, Version: "1"}})
 		require.Error(t, err, "Apply to a missing index table")
 		require.ErrorContains(t, err, "write index table")
 		require.Zero(t, st.Puts+st.Stale)

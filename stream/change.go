@@ -74,7 +74,7 @@ func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev event
 		}
 		changes = append(changes, c)
 	}
-	return t.Apply(ctx, changes...)
+	return t.Apply(ctx, changes)
 }
 
 var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
@@ -91,12 +91,18 @@ func checkImages(event string, c ddbindex.Change, view string) error {
 }
 
 func streamImage(img map[string]streamtypes.AttributeValue) (map[string]types.AttributeValue, error) {
+	return convertImage(img, fromStreamAV)
+}
+
+// convertImage converts an item image of another package's attribute
+// values, attribute by attribute; a nil image stays nil.
+func convertImage[V any](img map[string]V, conv func(V) (types.AttributeValue, error)) (map[string]types.AttributeValue, error) {
 	if img == nil {
 		return nil, nil
 	}
 	out := make(map[string]types.AttributeValue, len(img))
 	for k, v := range img {
-		av, err := fromStreamAV(v)
+		av, err := conv(v)
 		if err != nil {
 			return nil, fmt.Errorf("attribute %s: %w", k, err)
 		}
@@ -156,18 +162,7 @@ func lambdaImageSafe(img map[string]events.DynamoDBAttributeValue) (out map[stri
 }
 
 func lambdaImage(img map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
-	if img == nil {
-		return nil, nil
-	}
-	out := make(map[string]types.AttributeValue, len(img))
-	for k, v := range img {
-		av, err := fromLambdaAV(v)
-		if err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", k, err)
-		}
-		out[k] = av
-	}
-	return out, nil
+	return convertImage(img, fromLambdaAV)
 }
 
 func fromLambdaAV(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {

@@ -720,7 +720,7 @@ func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r stre
 	var st ddbindex.ApplyStats // the last attempt's
 	_, err = retry.Call(ctx, c.retry, "Apply", func() (struct{}, error) {
 		var err error
-		st, err = c.t.Apply(ctx, ch)
+		st, err = c.t.Apply(ctx, []ddbindex.Change{ch})
 		return struct{}{}, err
 	})
 	if err == nil {

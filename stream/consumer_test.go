@@ -179,7 +179,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	require.Len(t, recs, n)
 	changes := toChanges(t, recs)
 
-	forward, err := tb.Apply(ctx, changes...)
+	forward, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	writes := forward.Puts + forward.Deletes
 	require.Equal(t, ddbindex.ApplyStats{Changes: n, Puts: forward.Puts, Deletes: forward.Deletes}, forward)
@@ -187,14 +187,14 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	want := snapshot(t, tb)
 	allStale := ddbindex.ApplyStats{Changes: n, Stale: writes}
 
-	st, err := tb.Apply(ctx, changes...)
+	st, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "applying the batch twice")
 	require.Equal(t, want, snapshot(t, tb))
 
 	reversed := slices.Clone(changes)
 	slices.Reverse(reversed)
-	st, err = tb.Apply(ctx, reversed...)
+	st, err = tb.Apply(ctx, reversed)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "the batch in reverse after it")
 	require.Equal(t, want, snapshot(t, tb))
@@ -205,7 +205,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		cut := 1 + rng.IntN(n-1)
 		older := slices.Clone(changes[:cut])
 		rng.Shuffle(len(older), func(i, j int) { older[i], older[j] = older[j], older[i] })
-		_, err := tb.Apply(ctx, older...)
+		_, err := tb.Apply(ctx, older)
 		require.NoError(t, err)
 		require.Equal(t, want, snapshot(t, tb), "redelivering %d older records", cut)
 	}
@@ -221,7 +221,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		}(),
 	} {
 		fresh := stFresh(t, tb, name)
-		st, err := fresh.Apply(ctx, order...)
+		st, err := fresh.Apply(ctx, order)
 		require.NoError(t, err)
 		require.Equal(t, n, st.Changes)
 		require.Equal(t, writes, st.Puts+st.Deletes+st.Stale, "%s: the same writes, some skipped", name)
