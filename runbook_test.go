@@ -95,7 +95,7 @@ type rbTable[T any] struct {
 	kept []ddbindex.Kind
 }
 
-func (r *rbTable[T]) step() int               { return r.n }
+func (r *rbTable[T]) step() int              { return r.n }
 func (r *rbTable[T]) forms() []ddbindex.Kind { return r.kept }
 func (r *rbTable[T]) refresh(ctx context.Context) error {
 	return r.t.RefreshRoutes(ctx)
