@@ -30,9 +30,13 @@ type TableSpec struct{}
 //
 // The first word is the logical index name that queries use. Options:
 //
-//	type=gsi|lsi|table  the index type (required); switching gsi to table is the whole migration
-//	name=NAME           the physical GSI/LSI name, or the index table's name
-//	                    (default: the logical name for gsi/lsi, TABLE-NAME for table)
+//	type=gsi|lsi|table  the index type (required): the form that serves reads
+//	keep=gsi|lsi|table  a second form that every write keeps up too, during a
+//	                    migration between the two (see the README's runbook)
+//	name=NAME           the physical name of the declared type's form: the GSI/LSI
+//	                    name, or the index table's name (default: the logical name
+//	                    for gsi/lsi, TABLE-LOGICAL for table)
+//	gsi=NAME, lsi=NAME, table=NAME  the physical name of that form, declared or kept
 //	pk=ATTR, sk=ATTR    the attributes that hold the composite (derived) key values
 //	                    (required for a composite GSI/LSI key; an index table defaults to _pk and _sk)
 //	project=all|keys|a|b|c  what the index projects (default all)
@@ -115,12 +119,15 @@ type keyAttr struct {
 // one kind; its own type= is the form reads use.
 type declaration struct {
 	schema   *schema
-	name     string // logical name; "" for the base table
-	kind     Kind   // the declared type (BaseTable for the TableSpec)
-	spec     string // the Go field of the spec, for errors
-	physical string // name= (an index) or the table name (the TableSpec); "" for the default
-	pkName   string // pk=
-	skName   string // sk=
+	name     string          // logical name; "" for the base table
+	kind     Kind            // the declared type (BaseTable for the TableSpec)
+	spec     string          // the Go field of the spec, for errors
+	physical string          // the TableSpec's table name
+	names    map[Kind]string // the physical name of each form: name= for the declared type, gsi=, lsi=, table=
+	keep     Kind            // keep=: the form kept besides the declared one; noKind for none
+	forms    []*layout       // the layout of each form: the declared type's, then the kept form's
+	pkName   string          // pk=
+	skName   string          // sk=
 	pk, sk   []*component
 	project  []string // nil means all
 	keysOnly bool
@@ -134,14 +141,14 @@ type schema struct {
 	model      string
 	table      string
 	softDelete bool
-	base       *layout   // the base table's layout
-	indexes    []*layout // each index's layout, as declared
-	byName     map[string]*layout
-	attrs      map[string]bool // every attribute the model marshals
-	attrList   []string        // the same, in field order
-	fields     []*field        // the key fields, each at its ord
-	version    *versionField   // the field tagged ddbindex:"version", if any
-	deleted    *deletedField   // the field tagged ddbindex:"deleted", if any
+	base       *layout            // the base table's layout
+	indexes    []*layout          // every form of every index: the declared type's and any kept form's
+	byName     map[string]*layout // each index's declared form
+	attrs      map[string]bool    // every attribute the model marshals
+	attrList   []string           // the same, in field order
+	fields     []*field           // the key fields, each at its ord
+	version    *versionField      // the field tagged ddbindex:"version", if any
+	deleted    *deletedField      // the field tagged ddbindex:"deleted", if any
 }
 
 // versionField is the model's version attribute: an integer that every
@@ -238,7 +245,8 @@ func parseSchema(t reflect.Type) (*schema, error) {
 				if d.name == "" {
 					return nil, fail(sf.Name, "", "an IndexSpec tag starts with the logical index name")
 				}
-				d.kind = 255 // unset
+				d.kind, d.keep = noKind, noKind
+				d.names = map[Kind]string{}
 				decls = append(decls, d)
 			}
 			for _, w := range words[1:] {
@@ -250,19 +258,21 @@ func parseSchema(t reflect.Type) (*schema, error) {
 					d.skName = v
 				case k == "softdelete" && isTable && v == "":
 					s.softDelete = true
-				case k == "type" && !isTable:
-					switch v {
-					case "gsi":
-						d.kind = GSI
-					case "lsi":
-						d.kind = LSI
-					case "table":
-						d.kind = IndexTable
-					default:
-						return nil, fail(sf.Name, d.name, "type=%s is not an index type (want gsi, lsi or table)", v)
+				case (k == "type" || k == "keep") && !isTable:
+					kind, ok := indexKind(v)
+					if !ok {
+						return nil, fail(sf.Name, d.name, "%s=%s is not an index type (want gsi, lsi or table)", k, v)
+					}
+					if k == "type" {
+						d.kind = kind
+					} else {
+						d.keep = kind
 					}
 				case k == "name" && !isTable:
-					d.physical = v
+					d.names[noKind] = v
+				case (k == "gsi" || k == "lsi" || k == "table") && !isTable:
+					kind, _ := indexKind(k)
+					d.names[kind] = v
 				case k == "project" && !isTable:
 					switch v {
 					case "all", "":
@@ -274,12 +284,30 @@ func parseSchema(t reflect.Type) (*schema, error) {
 				default:
 					return nil, fail(sf.Name, d.name, "unknown option %q in %s tag", w, sf.Type.Name())
 				}
-				if (k == "pk" || k == "sk" || k == "name") && v == "" {
+				if (k == "pk" || k == "sk" || k == "name" || k == "gsi" || k == "lsi" || k == "table") && v == "" {
 					return nil, fail(sf.Name, d.name, "option %s needs a value", k)
 				}
 			}
-			if !isTable && d.kind == 255 {
+			if isTable {
+				continue
+			}
+			if d.kind == noKind {
 				return nil, fail(sf.Name, d.name, "type= is missing (want type=gsi, type=lsi or type=table)")
+			}
+			if d.keep == d.kind {
+				return nil, fail(sf.Name, d.name, "keep=%s names the declared type itself: keep= names the other form kept during a migration", d.keep)
+			}
+			if n, ok := d.names[noKind]; ok {
+				if other, has := d.names[d.kind]; has && other != n {
+					return nil, fail(sf.Name, d.name, "name=%s and %s=%s both name the %s form", n, d.kind, other, d.kind)
+				}
+				d.names[d.kind] = n
+				delete(d.names, noKind)
+			}
+			for kind := range d.names {
+				if kind != d.kind && kind != d.keep {
+					return nil, fail(sf.Name, d.name, "%s= names a form the index neither is nor keeps (type=%s)", kind, d.kind)
+				}
 			}
 			continue
 		}
@@ -429,7 +457,15 @@ func parseSchema(t reflect.Type) (*schema, error) {
 			continue
 		}
 		s.byName[d.name] = lay
-		s.indexes = append(s.indexes, lay)
+		d.forms = []*layout{lay}
+		if d.keep != noKind {
+			kept, err := layoutOf(d, d.keep)
+			if err != nil {
+				return nil, err
+			}
+			d.forms = append(d.forms, kept)
+		}
+		s.indexes = append(s.indexes, d.forms...)
 	}
 	if err := s.checkAttributeNames(); err != nil {
 		return nil, err

@@ -14,12 +14,16 @@ import (
 // Explanation shows, without sending anything, the first request a query
 // sends, and the same query as it would run on the other index type.
 type Explanation struct {
-	// Request is the first request, as the index is declared.
+	// Request is the first request, to the form that serves the query: the
+	// declared type, or for an index that keeps two forms the form its
+	// routing picks.
 	Request Request
-	// Alternate is the first request if the index were of the other type: a
-	// GSI or LSI as an index table, an index table as a GSI. It is nil for
-	// the base table, and when the declaration cannot be the other type
-	// (AlternateErr says why).
+	// Alternate is the first request to the index's other form: the kept
+	// form (or the declared one when the routing picked the kept form); for
+	// an index with one form, the other type it could be: a GSI or LSI as an
+	// index table, an index table as a GSI. It is nil for the base table,
+	// and when the declaration cannot be the other type (AlternateErr says
+	// why).
 	Alternate *Request
 	// AlternateErr says why an index has no Alternate.
 	AlternateErr error
@@ -122,6 +126,9 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d, err = q.form(d); err != nil {
+		return nil, err
+	}
 	// first takes the query it translates: the alternate may translate a
 	// changed copy. It builds the request as Page does, with the same code.
 	first := func(q Query[T], d *layout) (*Request, error) {
@@ -158,10 +165,16 @@ func (q Query[T]) Explain() (*Explanation, error) {
 }
 
 // alternate returns the layout of d's declaration as the other kind of
-// index (see Kind.other): the same function, layoutOf, that lays out the
-// declared kind. It is nil for the base table, which has no other kind, and
+// index: the kept form when the declaration keeps one, else the kind
+// Kind.other names, laid out by the same function, layoutOf, that lays out
+// the declared kind. It is nil for the base table, which has no other kind, and
 // fails for a declaration the other kind cannot hold.
 func (d *layout) alternate() (*layout, error) {
+	for _, f := range d.decl.forms {
+		if f != d {
+			return f, nil
+		}
+	}
 	k, ok := d.kind.other()
 	if !ok {
 		return nil, nil

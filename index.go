@@ -25,6 +25,19 @@ const (
 )
 
 // String returns the tag word for k.
+// noKind marks a declaration's type= or keep= as not given.
+const noKind Kind = 255
+
+// indexKind reads the tag word of an index type.
+func indexKind(word string) (Kind, bool) {
+	for _, k := range []Kind{GSI, LSI, IndexTable} {
+		if word == k.String() {
+			return k, true
+		}
+	}
+	return noKind, false
+}
+
 func (k Kind) String() string {
 	switch k {
 	case BaseTable:
@@ -241,9 +254,9 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	case BaseTable:
 		l.table = d.physical
 	case IndexTable:
-		l.table = cmp.Or(d.physical, s.table+"-"+d.name)
+		l.table = cmp.Or(d.names[kind], s.table+"-"+d.name)
 	default:
-		l.table, l.index = s.table, cmp.Or(d.physical, d.name)
+		l.table, l.index = s.table, cmp.Or(d.names[kind], d.name)
 	}
 	if p := cmp.Or(l.index, l.table); !physicalName.MatchString(p) {
 		return nil, fail("", "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", p)

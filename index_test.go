@@ -20,12 +20,16 @@ func ixTwin(t reflect.Type, index string, kind Kind) (twin reflect.Type, ok bool
 		}
 	}
 	typeWord := regexp.MustCompile(`(^|,)\s*type=[a-z]+`)
+	// name= names the declared type's form only: the other form takes its
+	// default name, so the twin drops it.
+	nameWord := regexp.MustCompile(`,\s*name=[^,]*`)
 	fields := make([]reflect.StructField, t.NumField())
 	for i := range fields {
 		f := t.Field(i)
 		if tag, ok := f.Tag.Lookup("ddbindex"); ok && f.Type == reflect.TypeFor[IndexSpec]() {
 			if name, _, _ := strings.Cut(tag, ","); strings.TrimSpace(name) == index {
 				tag = typeWord.ReplaceAllString(tag, "${1}type="+kind.String())
+				tag = nameWord.ReplaceAllString(tag, "")
 				f.Tag = reflect.StructTag(strings.Replace(string(f.Tag), `ddbindex:"`+strings.ReplaceAll(string(f.Tag.Get("ddbindex")), `"`, `\"`)+`"`, `ddbindex:"`+tag+`"`, 1))
 			}
 		}

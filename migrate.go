@@ -56,7 +56,8 @@ type BackfillStats struct {
 	Sparse  int // base items not in the index
 }
 
-// Backfill fills an index table from the base table: it scans the base table
+// Backfill fills an index table from the base table: the index's kept form
+// during a migration (keep=table), else its declared form. It scans the base table
 // and writes every item's entry, conditioned on no entry being there yet, so
 // it never overwrites what the stream consumer (which should already run)
 // has written. Entries it writes carry version 0, below every stream change.
@@ -80,6 +81,7 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, optF
 	if err != nil {
 		return st, err
 	}
+	d = d.backfilled()
 	if !d.ownTable {
 		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrUnsupported, indexLabel(index), d.kind)
 	}
@@ -253,4 +255,11 @@ func (t *Table[T]) keyOfItem(item *T) string {
 		return "(" + err.Error() + ")"
 	}
 	return keyString(key)
+}
+
+// backfilled is the form of d's index that Backfill fills: the kept form of
+// an index in migration (the form being introduced, in either direction),
+// else the declared one.
+func (d *layout) backfilled() *layout {
+	return d.decl.forms[len(d.decl.forms)-1]
 }

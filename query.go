@@ -38,6 +38,9 @@ type Query[T any] struct {
 	maxUnits    float64
 	deleted     bool // include tombstones
 	report      *Stats
+	via         Kind // the form Via chose, when hasVia
+	hasVia      bool
+	shadow      bool // a shadow read: counted apart, never shadowed itself
 }
 
 // DefaultPageSize is the Limit of a Page call that sets none.
@@ -260,7 +263,14 @@ func (q Query[T]) plan() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return q.planFor(d)
+	if d, err = q.form(d); err != nil {
+		return nil, err
+	}
+	p, err := q.planFor(d)
+	if err == nil {
+		q.t.rollout.call(d, q.shadow, q.t.opts.Now())
+	}
+	return p, err
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
@@ -422,6 +432,9 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 	page, err := fill[T](ctx, q, p, limit, true, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
+	}
+	if err == nil {
+		q.t.shadowPage(q, p.def, page)
 	}
 	return page, err
 }

@@ -98,6 +98,26 @@ type Options struct {
 	// consistent with it. Without it, a stream consumer keeps them in step.
 	WriteThrough bool
 
+	// Routes are the static routes of indexes that keep two forms (keep= in
+	// their IndexSpec), by logical index name: which partitions read which
+	// form. The control table's routes take precedence once read. See
+	// [Route] and [Query.Via]. Default: every read uses the declared type.
+	Routes map[string]Route
+	// RouteFunc, when set, is asked first which form of an index that keeps
+	// two serves a read of a partition (pk as [Route] names partitions);
+	// when it answers ok=false, the routes decide.
+	RouteFunc func(index, pk string) (form Kind, ok bool)
+	// ControlTable names the table that holds the fleet's routes
+	// ([Table.SetRoute] writes them; see [Table.ControlTableInput]). Empty:
+	// no fleet-wide routing.
+	ControlTable string
+	// RouteRefresh is how often the routes are re-read from the control
+	// table, in the background. Default 30 seconds.
+	RouteRefresh time.Duration
+	// Shadow, when set with a Rate, compares a sampled share of the Page
+	// calls on an index that keeps two forms with the same page read on
+	// the other form, in the background (see ShadowOptions).
+	Shadow *ShadowOptions
 	// Retry bounds how often [Table.BatchGet] asks again for the keys
 	// DynamoDB left unprocessed, and its retries of a request that failed
 	// with a transient error (see [IsTransient]).
@@ -148,6 +168,9 @@ type Table[T any] struct {
 	s        *schema
 	opts     Options
 	memo     *memo // the page fill's memory of live ratios
+	routes   *routeTable
+	rollout  *rollout
+	shadows  *shadows
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
@@ -196,7 +219,15 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
 		}
 	}
-	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}}, nil
+	for index, r := range o.Routes {
+		if _, ok := s.byName[index]; !ok {
+			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes routes an index the model does not declare"}
+		}
+		if err := r.check(); err != nil {
+			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes: " + err.Error()}
+		}
+	}
+	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
 }
 
 // writable returns an error matching ErrUnsupported when t is read-only: the

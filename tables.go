@@ -1,6 +1,7 @@
 package ddbindex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -229,17 +230,25 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...fun
 	api = schemaCalls{api}
 	var problems []string
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	describe := func(name string) (*types.TableDescription, error) {
+	// lookup describes a table, nil when it does not exist; describe
+	// reports that as a problem.
+	lookup := func(name string) (*types.TableDescription, error) {
 		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, optFns...)
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
-			addf("table %s does not exist", name)
 			return nil, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("ddbindex: describe table %s: %w", name, err)
 		}
 		return out.Table, nil
+	}
+	describe := func(name string) (*types.TableDescription, error) {
+		desc, err := lookup(name)
+		if desc == nil && err == nil {
+			addf("table %s does not exist", name)
+		}
+		return desc, err
 	}
 	base, err := describe(t.TableName())
 	if err != nil {
@@ -309,8 +318,49 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...fun
 			return err
 		}
 	}
+	if err := t.checkDroppedForms(base, lookup, addf); err != nil {
+		return err
+	}
 	if len(problems) > 0 {
 		return &SchemaError{Problems: problems}
+	}
+	return nil
+}
+
+// checkDroppedForms reports a form of an index that exists but that the
+// declaration neither serves nor keeps: the plain flip from type=gsi to
+// type=table (or back). Instances still running the old declaration read
+// that form, and this one stops writing it, so they would miss every item it
+// writes or changes from now on.
+func (t *Table[T]) checkDroppedForms(base *types.TableDescription, lookup func(string) (*types.TableDescription, error), addf func(string, ...any)) error {
+	for _, d := range t.s.indexes {
+		if d != d.decl.lay {
+			continue // a kept form: its declaration is visited through the declared one
+		}
+		for _, k := range []Kind{GSI, LSI, IndexTable} {
+			if slices.ContainsFunc(d.decl.forms, func(f *layout) bool { return f.kind == k }) {
+				continue
+			}
+			gone, err := layoutOf(d.decl, k)
+			if err != nil {
+				continue // the declaration cannot be this kind, so it never was
+			}
+			exists := false
+			if gone.ownTable {
+				desc, err := lookup(t.tableOf(gone))
+				if err != nil {
+					return err
+				}
+				exists = desc != nil
+			} else if base != nil {
+				_, _, _, exists = findIndex(base, gone)
+			}
+			if exists {
+				addf("index %s is declared type=%s, but its %s form %s still exists and is no longer kept: instances that still read it would miss every write from now on. "+
+					"Declare type=%s,keep=%s until no instance reads that form (the README's migration runbook), then drop it",
+					d.name, d.kind, k, cmp.Or(gone.index, t.tableOf(gone)), d.kind, k)
+			}
+		}
 	}
 	return nil
 }
