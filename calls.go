@@ -6,9 +6,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// This file is the one place where a failed call to DynamoDB becomes a
-// *CallError (ErrDynamoDB): every request the package sends goes through one
-// of these wrappers, which pass the SDK's per-call options on. A Table holds
+// This file holds the wrappers through which a failed call to DynamoDB becomes
+// a *CallError (ErrDynamoDB, made by callErr in errors.go): every request the
+// package sends goes through one of them, which pass the SDK's per-call
+// options on. Two failures that no single answer reports are wrapped where
+// they are found: BatchGet's keys still unprocessed after its retries
+// (get.go), and CreateTables' wait that times out (tables.go). A Table holds
 // its client as calls (a read-only table's too: NewReadOnly's client is a
 // Client whose writes fail without a request); CreateTables,
 // CheckSchema and Backfill wrap the client they are given. (The stream

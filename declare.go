@@ -13,6 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file parses a model's declaration: the TableSpec and IndexSpec
+// tags and the ddbindex tags of its fields, into a schema; layoutOf
+// (index.go) lays each declaration out.
+
 // TableSpec is a zero-size marker: a blank field of this type declares the
 // model's base table in its ddbindex tag.
 //
@@ -505,7 +509,7 @@ func (s *schema) checkAttributeNames() error {
 	owner := map[string]string{}
 	for _, l := range append([]*layout{s.base}, s.indexes...) {
 		for _, k := range []*keyAttr{l.pk, l.sk} {
-			if k == nil || k.native || l.ownTable || (l.kind == LSI && k == s.base.pk) {
+			if !l.onBaseItem(k) {
 				continue // native keys are model attributes; an index table's live in its own table
 			}
 			who := "the derived " + l.label() + " key"

@@ -46,8 +46,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 	var base action
 	var token string
 	if t.s.softDelete {
-		upd := expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
-			Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
+		upd := t.softDeleteMark()
 		if t.s.version != nil {
 			upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
 		}

@@ -54,10 +54,13 @@
 // alone ([ReadAPI]); writes on it fail before any request with
 // [ErrUnsupported].
 //
-// Every error matches exactly one sentinel with errors.Is ([ErrInvalidCursor]
-// is the one a client's cursor fails with: HTTP 400) and has a stable code
-// ([Code]); a failed call to DynamoDB (or, in package stream, to DynamoDB
-// Streams or a checkpoint store) is a [*CallError] ([ErrDynamoDB]), which
-// unwraps to the SDK's error. The README's error reference says, per code,
+// Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
+// one a client's cursor fails with: HTTP 400) and has a stable code ([Code]);
+// only errors that carry another (a stream.PoisonRecordError its cause, a
+// consumer pass its record's and its checkpoint's, joined) match a second
+// sentinel, and stream.Consumer.Run returns its context's error as it is. A
+// failed call to DynamoDB (or, in package stream, to DynamoDB Streams or a
+// checkpoint store) is a [*CallError] ([ErrDynamoDB]), which unwraps to the
+// SDK's error. The README's error reference says, per code,
 // why it happens, what to do, and the HTTP status it maps to.
 package ddbindex

@@ -80,8 +80,7 @@ type pager[T any] struct {
 // live item, which says little about the live ratio).
 func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Options)) *pager[T] {
 	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo, opts: optFns}
-	// DeletedAttr true, and TTLAttr a Number of up to 11 digits.
-	pg.size.deadExtra = len(q.t.opts.DeletedAttr) + 1 + len(q.t.opts.TTLAttr) + 7
+	pg.size.deadExtra = q.t.opts.tombstoneMarkBytes()
 	if memo {
 		pg.size.prior, pg.size.weight = q.t.memo.get(p.memoKey)
 	}

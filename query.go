@@ -16,6 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file holds the query builder and planFor, which turns a query into
+// its DynamoDB request; the page fill that sends it is in pagefill.go.
+
 // Query is one read of an index (or of the base table) of model T. It is an
 // immutable builder: each method returns a changed copy, and errors wait for
 // the call that runs it (Page, All, Exists, Explain). The zero Limit means
@@ -91,7 +94,8 @@ func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
 }
 
 // Project reads only the named attributes, and the key attributes, which
-// cursors need. Each call adds its attributes to those of earlier calls, in
+// cursors need (and the tombstone marker, when the model has a field tagged
+// ddbindex:"deleted", which reads it). Each call adds its attributes to those of earlier calls, in
 // the order first named, each once: Project("title").Project("prio",
 // "title") reads title, prio and the keys. A Query without Project reads
 // every attribute.
@@ -274,8 +278,9 @@ func (q Query[T]) plan() (*plan, error) {
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
-// into a DynamoDB request. What differs between the kinds of index, it reads
-// from the layout d.
+// into a DynamoDB request: the page fill (pager.request) only sets each
+// request's Limit and ExclusiveStartKey. What differs between the kinds of
+// index, it reads from the layout d.
 func (q Query[T]) planFor(d *layout) (*plan, error) {
 	if q.limit < 0 {
 		return nil, queryErr(d.name, "Limit %d is negative", q.limit)
@@ -316,10 +321,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		b = b.WithFilter(*filter)
 	}
 	if len(q.project) > 0 {
-		names := slices.Clone(q.project)
-		if q.t.s.deleted != nil && !slices.Contains(names, q.t.opts.DeletedAttr) {
-			names = append(names, q.t.opts.DeletedAttr) // the model shows tombstones
-		}
+		names := q.t.withTombstoneMarker(slices.Clone(q.project))
 		for _, k := range d.stored {
 			if !slices.Contains(names, k.attr) {
 				names = append(names, k.attr)

@@ -10,6 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
+// This file holds what a Table is made from: the client interfaces, the
+// Options, the constructors New and NewReadOnly, and the read-only guard.
+
 // ReadAPI is the part of the DynamoDB client that reads need: [Table.Get],
 // [Table.BatchGet] and queries. *dynamodb.Client implements it; a table made
 // from a ReadAPI alone is read-only (see [NewReadOnly]).
@@ -163,8 +166,10 @@ func (o *Options) signingKey() []byte {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	client   calls // every request goes through it (calls.go)
-	readOnly bool  // made by NewReadOnly: its client refuses writes
+	// client sends every request but those of CreateTables, CheckSchema and
+	// Backfill's Scans, which go to the client they are given (calls.go).
+	client   calls
+	readOnly bool // made by NewReadOnly: its client refuses writes
 	s        *schema
 	opts     Options
 	memo     *memo // the page fill's memory of live ratios

@@ -15,6 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file holds the tables' DDL: CreateTables and CreateTableInputs make
+// the tables a model declares, and CheckSchema compares them with what
+// DynamoDB describes.
+
 // CreateOptions configure [Table.CreateTables]; the zero value of each field
 // means its default.
 type CreateOptions struct {

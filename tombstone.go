@@ -2,15 +2,20 @@ package ddbindex
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// This file owns the tombstone rule. A tombstone is an entry whose
-// DeletedAttr is true; it stays until TTL removes it, and no read that has not
-// opted out may return it. It marks a deleted base item of a softdelete
+// This file owns the tombstone rule: what marks an entry as a tombstone, the
+// filter that hides tombstones, the marks a delete writes, and how a model
+// sees them. Other files read and write DeletedAttr only through it (Options
+// name it, and Update refuses to set it). A tombstone is an entry whose
+// DeletedAttr is true; it stays until TTL removes it or a write replaces it
+// with a live entry, and no read that has not opted out (IncludeDeleted) may
+// return it. It marks a deleted base item of a softdelete
 // model (and that item in its GSIs and LSIs), and in an index table an entry
 // whose item was deleted or no longer has that index key (its key changed,
 // or it left a sparse index). To a caller a tombstone is absent: Put with
@@ -74,6 +79,28 @@ func (t *Table[T]) deletedSet(item *T) bool {
 func (t *Table[T]) markTombstone(e map[string]types.AttributeValue) {
 	e[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
 	e[t.opts.TTLAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.tombstoneExpiry(), 10)}
+}
+
+// softDeleteMark is the update that makes a softdelete model's base item a
+// tombstone (Delete's soft delete): the same marks as markTombstone.
+func (t *Table[T]) softDeleteMark() expression.UpdateBuilder {
+	return expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
+		Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
+}
+
+// tombstoneMarkBytes is the size, as DynamoDB counts it, that the marks add
+// to an entry: DeletedAttr true, and TTLAttr a Number of up to 11 digits.
+func (o *Options) tombstoneMarkBytes() int {
+	return len(o.DeletedAttr) + 1 + len(o.TTLAttr) + 7
+}
+
+// withTombstoneMarker adds DeletedAttr to the projected attribute names when
+// the model has a field tagged ddbindex:"deleted", which reads it.
+func (t *Table[T]) withTombstoneMarker(names []string) []string {
+	if t.s.deleted != nil && !slices.Contains(names, t.opts.DeletedAttr) {
+		names = append(names, t.opts.DeletedAttr)
+	}
+	return names
 }
 
 // tombstoneExpiry is the TTL (epoch seconds) of a tombstone written now.

@@ -14,6 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file holds Update: the parse of its update expression, the plan of
+// the derived index keys it recomputes, and its UpdateItem.
+
 // Update applies an update expression to the live item with key's base key
 // values, in one UpdateItem. Only key's base key fields are read: the other
 // fields, index components among them, may be unset. The item must exist and
@@ -250,7 +253,7 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 		}
 		for _, d := range s.indexes {
 			for _, k := range []*keyAttr{d.pk, d.sk} {
-				if k != nil && !k.native && !d.ownTable && k.attr == a && !(d.kind == LSI && k == s.base.pk) {
+				if d.onBaseItem(k) && k.attr == a {
 					return nil, fmt.Errorf("%w: Update of %s sets %s, the derived key attribute of index %s, which ddbindex computes from its components (%s): update those instead",
 						ErrKeyChange, s.model, a, d.name, fieldNames(k.parts))
 				}
@@ -286,8 +289,8 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 				continue // removed: the item leaves the index
 			}
 			up.checked = append(up.checked, d)
-		case (d.pk.native || d.kind == LSI) && (d.sk == nil || d.sk.native):
-			continue
+		case !d.onBaseItem(d.pk) && !d.onBaseItem(d.sk):
+			continue // no derived attribute to compute: native keys, or an LSI's shared partition
 		default:
 			up.derived = append(up.derived, d)
 		}
@@ -458,7 +461,7 @@ func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]t
 			return nil, fmt.Errorf("%w: Update of %s: %w", ErrInvalidWrite, t.s.model, err)
 		}
 		for _, k := range []*keyAttr{d.pk, d.sk} {
-			if k == nil || k.native || (d.kind == LSI && k == t.s.base.pk) {
+			if !d.onBaseItem(k) {
 				continue
 			}
 			alias := "ddbxK" + strconv.Itoa(n)

@@ -20,6 +20,10 @@ import (
 	"github.com/ddbindex/ddbindex/internal/retry"
 )
 
+// This file holds the Consumer, which reads a table's stream shard by shard
+// and applies each record with Table.Apply, and the checkpoint store it
+// keeps its place in.
+
 // StreamsAPI is the part of the DynamoDB Streams client the consumer needs.
 // *dynamodbstreams.Client implements it.
 type StreamsAPI interface {
