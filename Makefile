@@ -57,10 +57,21 @@ bench: node_modules
 	$(WITH_SERVER) "$$ws" -server dynoxide -- \
 		go test -run '^$$' -bench . -benchmem -count=1 $(TESTFLAGS) ./... | tee bench.txt
 
+# lint also checks that the root package stays free of aws-lambda-go and
+# DynamoDB Streams (package stream has them): it imports neither, and depends
+# on them only through the stream types the SDK's attributevalue codec
+# imports, never the Streams client (as TestRootImportsNoStreamClients does).
 lint:
 	@unformatted=$$(find . -path ./node_modules -prune -o -path ./.git -prune -o -name '*.go' -print | xargs -r gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	@forbidden='^github\.com/aws/(aws-lambda-go|aws-sdk-go-v2/service/dynamodbstreams)(/|$$)'; \
+	imports=$$(go list -f '{{join .Imports "\n"}}' .); \
+	deps=$$(go list -deps .); \
+	allowed=$$(go list -deps github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue); \
+	bad=$$( { grep -E "$$forbidden" <<<"$$imports" || true; grep -E "$$forbidden" <<<"$$deps" | grep -vxF -f <(echo "$$allowed") || true; } | sort -u); \
+	if [ -n "$$bad" ]; then echo "the root package must not depend on:"; echo "$$bad"; exit 1; fi; \
+	echo "root package: no aws-lambda-go, no DynamoDB Streams client"
 	@sc_dir=$$(mktemp -d); trap 'rm -rf "$$sc_dir"' EXIT; \
 	if GOBIN="$$sc_dir" go install $(STATICCHECK) 2>"$$sc_dir/log"; then \
 		echo "staticcheck ./..."; "$$sc_dir/staticcheck" ./...; \

@@ -373,7 +373,7 @@ func benchLoad(tb testing.TB, t *Table[benchFeedItem], channel string, dead []bo
 	flush := func() {
 		reqs := map[string][]types.WriteRequest{name: batch}
 		for len(reqs) > 0 {
-			out, err := t.client.(*dynamodb.Client).BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+			out, err := t.client.c.(*dynamodb.Client).BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: reqs})
 			require.NoError(tb, err)
 			reqs = out.UnprocessedItems
 		}
@@ -491,7 +491,7 @@ func benchRawFor(t *Table[benchFeedItem], channel string) (*benchRaw, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &benchRaw{client: t.client.(*dynamodb.Client), input: p.input}, nil
+	return &benchRaw{client: t.client.c.(*dynamodb.Client), input: p.input}, nil
 }
 
 // benchNaive is the source write-up's loop: ask for the items still missing

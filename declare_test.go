@@ -705,8 +705,8 @@ func TestDeclarationRulesFields(t *testing.T) {
 
 func TestDeclarationErrorFormat(t *testing.T) {
 	e := &DeclarationError{Model: "app.Ticket", Field: "Status", Index: "by_status", Rule: "something is wrong"}
-	assert.Equal(t, "ddbindex: app.Ticket.Status (index by_status): something is wrong", e.Error())
-	assert.Equal(t, "ddbindex: app.Ticket: bad", (&DeclarationError{Model: "app.Ticket", Rule: "bad"}).Error())
+	assert.Equal(t, "ddbindex: app.Ticket.Status (index by_status): something is wrong [DDBX-100]", e.Error())
+	assert.Equal(t, "ddbindex: app.Ticket: bad [DDBX-100]", (&DeclarationError{Model: "app.Ticket", Rule: "bad"}).Error())
 	assert.True(t, errors.Is(e, ErrDeclaration))
 	assert.False(t, errors.Is(e, ErrInvalidQuery))
 	for k, want := range map[Kind]string{BaseTable: "base", GSI: "gsi", LSI: "lsi", IndexTable: "table", Kind(9): "kind(9)"} {

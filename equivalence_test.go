@@ -1,4 +1,4 @@
-package ddbindex
+package ddbindex_test
 
 import (
 	"cmp"
@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/stream"
 )
 
 // TestGSITableEquivalence is the proof that switching an index from a GSI to
@@ -26,29 +28,29 @@ import (
 // boundaries and the same cursors.
 
 type eqGSIItem struct {
-	_       TableSpec `ddbindex:"eq-items,pk=PK,sk=SK"`
-	_       IndexSpec `ddbindex:"by_rank,type=gsi,name=eq-by-rank,pk=GSI1PK,sk=GSI1SK"`
-	Tenant  string    `dynamodbav:"tenant" ddbindex:"pk,label=T"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk,label=ID"`
-	Channel string    `dynamodbav:"channel" ddbindex:"by_rank.pk,label=CH"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_rank.sk:0"`
-	Rank    *int64    `dynamodbav:"rank,omitempty" ddbindex:"by_rank.sk:1"`
-	Body    string    `dynamodbav:"body"`
-	Ver     int64     `dynamodbav:"ver" ddbindex:"version"`
+	_       ddbindex.TableSpec `ddbindex:"eq-items,pk=PK,sk=SK"`
+	_       ddbindex.IndexSpec `ddbindex:"by_rank,type=gsi,name=eq-by-rank,pk=GSI1PK,sk=GSI1SK"`
+	Tenant  string             `dynamodbav:"tenant" ddbindex:"pk,label=T"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk,label=ID"`
+	Channel string             `dynamodbav:"channel" ddbindex:"by_rank.pk,label=CH"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_rank.sk:0"`
+	Rank    *int64             `dynamodbav:"rank,omitempty" ddbindex:"by_rank.sk:1"`
+	Body    string             `dynamodbav:"body"`
+	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
 // eqTableItem is eqGSIItem with one token changed: type=table. (The index
 // table is named eq-by-rank and keeps the key attribute names GSI1PK/GSI1SK.)
 type eqTableItem struct {
-	_       TableSpec `ddbindex:"eq-items,pk=PK,sk=SK"`
-	_       IndexSpec `ddbindex:"by_rank,type=table,name=eq-by-rank,pk=GSI1PK,sk=GSI1SK"`
-	Tenant  string    `dynamodbav:"tenant" ddbindex:"pk,label=T"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk,label=ID"`
-	Channel string    `dynamodbav:"channel" ddbindex:"by_rank.pk,label=CH"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_rank.sk:0"`
-	Rank    *int64    `dynamodbav:"rank,omitempty" ddbindex:"by_rank.sk:1"`
-	Body    string    `dynamodbav:"body"`
-	Ver     int64     `dynamodbav:"ver" ddbindex:"version"`
+	_       ddbindex.TableSpec `ddbindex:"eq-items,pk=PK,sk=SK"`
+	_       ddbindex.IndexSpec `ddbindex:"by_rank,type=table,name=eq-by-rank,pk=GSI1PK,sk=GSI1SK"`
+	Tenant  string             `dynamodbav:"tenant" ddbindex:"pk,label=T"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk,label=ID"`
+	Channel string             `dynamodbav:"channel" ddbindex:"by_rank.pk,label=CH"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_rank.sk:0"`
+	Rank    *int64             `dynamodbav:"rank,omitempty" ddbindex:"by_rank.sk:1"`
+	Body    string             `dynamodbav:"body"`
+	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
 var (
@@ -80,10 +82,10 @@ func TestGSITableEquivalence(t *testing.T) {
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	prefix := ddbtest.Name(t, "")
-	names := func(o *Options) { o.TableName = func(s string) string { return prefix + "-" + s } }
-	gsi, err := New[eqGSIItem](c, names)
+	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + "-" + s } }
+	gsi, err := ddbindex.New[eqGSIItem](c, names)
 	require.NoError(t, err)
-	tbl, err := New[eqTableItem](c, names)
+	tbl, err := ddbindex.New[eqTableItem](c, names)
 	require.NoError(t, err)
 	require.Equal(t, gsi.TableName(), tbl.TableName(), "both models map to one base table")
 
@@ -104,14 +106,16 @@ func TestGSITableEquivalence(t *testing.T) {
 	t.Logf("seed %d (rerun with DDBINDEX_EQ_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 
-	cons := NewStreamConsumer(tbl, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, ConsumerOptions{})
-	var applied ApplyStats
+	cons := stream.NewConsumer(tbl, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{})
+	var applied ddbindex.ApplyStats
 	poll := func() {
 		t.Helper()
 		st, err := cons.Poll(ctx)
 		require.NoError(t, err)
 		require.Zero(t, st.Stale, "in-order delivery skips nothing")
-		applied.add(st)
+		applied.Changes += st.Changes
+		applied.Puts += st.Puts
+		applied.Deletes += st.Deletes
 	}
 
 	// ---- the workload ----
@@ -204,8 +208,8 @@ func TestGSITableEquivalence(t *testing.T) {
 		amp, applied.Puts, applied.Deletes, applied.Changes)
 
 	tombstones := 0
-	for _, e := range wrScan(t, c, tbl.tableOf(tbl.s.byName["by_rank"])) {
-		if wrBool(e["_deleted"]) {
+	for _, e := range ddbtest.Scan(t, c, aws.ToString(idxIns[0].TableName)) {
+		if d, ok := e["_deleted"].(*types.AttributeValueMemberBOOL); ok && d.Value {
 			tombstones++
 		}
 	}
@@ -219,19 +223,24 @@ func TestGSITableEquivalence(t *testing.T) {
 	t.Logf("%d queries, %d pages compared, at %v", len(queries), pages, time.Since(start).Round(time.Millisecond))
 
 	// ---- replay from the start, then redeliver older records ----
-	replay, err := NewStreamConsumer(tbl, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, ConsumerOptions{}).Poll(ctx)
+	replay, err := stream.NewConsumer(tbl, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{}).Poll(ctx)
 	require.NoError(t, err)
-	require.Equal(t, ApplyStats{Changes: applied.Changes, Stale: applied.Puts + applied.Deletes}, replay, "a replay writes nothing")
-	changes := stChanges(t, stRecords(t, tbl))
+	require.Equal(t, ddbindex.ApplyStats{Changes: applied.Changes, Stale: applied.Puts + applied.Deletes}, replay, "a replay writes nothing")
+	var changes []ddbindex.Change
+	for _, r := range ddbtest.StreamRecords(t, tbl.TableName()) {
+		ch, err := stream.ChangeFromRecord(r)
+		require.NoError(t, err)
+		changes = append(changes, ch)
+	}
 	require.Len(t, changes, applied.Changes)
-	var older []Change
+	var older []ddbindex.Change
 	for _, ch := range changes[:len(changes)-len(changes)/4] { // redeliver a random subset of the older three quarters
 		if rng.IntN(3) == 0 {
 			older = append(older, ch)
 		}
 	}
 	rng.Shuffle(len(older), func(i, j int) { older[i], older[j] = older[j], older[i] })
-	redeliver, err := tbl.Apply(ctx, older...)
+	redeliver, err := tbl.Apply(ctx, older)
 	require.NoError(t, err)
 	require.Zero(t, redeliver.Puts+redeliver.Deletes, "older records never overwrite newer entries")
 	t.Logf("replayed %d records, redelivered %d older ones: %+v", replay.Changes, len(older), redeliver)
@@ -243,7 +252,7 @@ func TestGSITableEquivalence(t *testing.T) {
 
 // eqCheckTruth compares each channel of the index table with the workload's
 // own record, sorted as the index sorts.
-func eqCheckTruth(t *testing.T, st *eqState, tbl *Table[eqTableItem]) {
+func eqCheckTruth(t *testing.T, st *eqState, tbl *ddbindex.Table[eqTableItem]) {
 	t.Helper()
 	for _, ch := range eqChannels {
 		var want []eqGSIItem
@@ -268,7 +277,7 @@ func eqCheckTruth(t *testing.T, st *eqState, tbl *Table[eqTableItem]) {
 // eqQuery is one random query of the by_rank index.
 type eqQuery struct {
 	channel string
-	cond    SortCondition
+	cond    ddbindex.SortCondition
 	desc    bool
 	limit   int
 }
@@ -297,33 +306,33 @@ func eqQueries(rng *rand.Rand, n int) []eqQuery {
 		case 0:
 			// no condition
 		case 1:
-			q.cond = Eq(lead()...)
+			q.cond = ddbindex.Eq(lead()...)
 		case 2:
-			q.cond = Lt(lead()...)
+			q.cond = ddbindex.Lt(lead()...)
 		case 3:
-			q.cond = Le(lead()...)
+			q.cond = ddbindex.Le(lead()...)
 		case 4:
-			q.cond = Gt(lead()...)
+			q.cond = ddbindex.Gt(lead()...)
 		case 5:
-			q.cond = Ge(lead()...)
+			q.cond = ddbindex.Ge(lead()...)
 		case 6:
 			if rng.IntN(2) == 0 {
 				a, b := status(), status()
 				if a > b {
 					a, b = b, a
 				}
-				q.cond = Between(a, b)
+				q.cond = ddbindex.Between(a, b)
 			} else {
 				s := status()
 				a, b := rank(), rank()
 				if a > b {
 					a, b = b, a
 				}
-				q.cond = Between(K(s, a), K(s, b))
+				q.cond = ddbindex.Between(ddbindex.K(s, a), ddbindex.K(s, b))
 			}
 		case 7:
 			s := status()
-			q.cond = BeginsWith(s[:1+rng.IntN(len(s))])
+			q.cond = ddbindex.BeginsWith(s[:1+rng.IntN(len(s))])
 		}
 		out = append(out, q)
 	}
@@ -339,7 +348,7 @@ type eqPage struct {
 // eqPages reads a query to its end, page after page, following the cursors.
 // A cursor must never lead to an empty page (the page fill reads one live
 // item past each page), so boundaries do not depend on the tombstones.
-func eqPages[T any](t *testing.T, q Query[T], conv func(T) eqGSIItem, limit int, what string) (pages []eqPage, requests int) {
+func eqPages[T any](t *testing.T, q ddbindex.Query[T], conv func(T) eqGSIItem, limit int, what string) (pages []eqPage, requests int) {
 	t.Helper()
 	cursor := ""
 	for n := 0; ; n++ {
@@ -368,7 +377,7 @@ func eqPages[T any](t *testing.T, q Query[T], conv func(T) eqGSIItem, limit int,
 // eqCompare runs each query through the GSI and through the index table,
 // page by page to the end, and requires identical pages and cursors. It
 // returns the number of pages compared.
-func eqCompare(t *testing.T, gsi *Table[eqGSIItem], tbl *Table[eqTableItem], queries []eqQuery) int {
+func eqCompare(t *testing.T, gsi *ddbindex.Table[eqGSIItem], tbl *ddbindex.Table[eqTableItem], queries []eqQuery) int {
 	t.Helper()
 	total := 0
 	for _, q := range queries {

@@ -5,9 +5,16 @@ import (
 	"fmt"
 )
 
-// The sentinel errors. Every error ddbindex returns matches one of them with
-// errors.Is, and [Code] gives its stable code; the README's error reference
-// says, per code, why it happens and what to do.
+// The sentinel errors. Every error ddbindex returns matches exactly one of
+// them with errors.Is, and [Code] gives that sentinel's stable code; the
+// README's error reference says, per code, why it happens, what to do, and
+// the HTTP status it maps to. This holds for the stream package's errors
+// too. The only errors that match two are those that report another error
+// as their cause: a stream.PoisonRecordError also matches the sentinel of
+// its cause, and a consumer pass that fails on a record and then on its
+// checkpoint returns both (errors.Join); Code gives the first. A stream
+// consumer's Run returns its context's error as it is once the context is
+// done.
 var (
 	// ErrDeclaration: a model's ddbindex tags break a rule (code DDBX-100).
 	// Fix the declaration; the error names the struct, field and rule.
@@ -18,6 +25,16 @@ var (
 	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed
 	// (code DDBX-200). Raised before any request.
 	ErrInvalidQuery = &codedError{"DDBX-200", "invalid query"}
+
+	// ErrInvalidKey: [EncodeKey], [KeyPrefix], [DecodeKey] or [SplitKey]
+	// refused a key: a component of an unsupported type, a value with no key
+	// text (NaN, a string that is not valid UTF-8, a KeyText method that
+	// failed), or a key text that the codec could not have written (code
+	// DDBX-201). Inside an operation the same failures report the
+	// operation's own sentinel: ErrInvalidWrite for an item's key,
+	// ErrInvalidQuery for a condition's value, ErrInvalidCursor for a
+	// cursor's, ErrMalformedItem for a stored key.
+	ErrInvalidKey = &codedError{"DDBX-201", "invalid key"}
 
 	// ErrInvalidCursor: a cursor failed strict decoding (code DDBX-300).
 	// Cursors come from clients: map it to HTTP 400. Raised before any request.
@@ -32,6 +49,10 @@ var (
 	// so far and a cursor that continues after them.
 	ErrCapReached = &codedError{"DDBX-401", "per-call cap reached"}
 
+	// ErrNotFound: Get found no live item with the key: none is stored, or
+	// it is a tombstone (code DDBX-404).
+	ErrNotFound = &codedError{"DDBX-404", "item not found"}
+
 	// ErrSchemaMismatch: the live tables do not match the declarations
 	// (code DDBX-500). The error lists every mismatch.
 	ErrSchemaMismatch = &codedError{"DDBX-500", "live schema does not match the declarations"}
@@ -41,8 +62,11 @@ var (
 	// change being applied (code DDBX-600).
 	ErrConflict = &codedError{"DDBX-600", "write condition failed"}
 
-	// ErrKeyChange: a write would change a key attribute in place, which
-	// DynamoDB refuses; use Move (code DDBX-601).
+	// ErrKeyChange: an Update would change a key in a way it cannot: a base
+	// key attribute or component (DynamoDB refuses; use Move), a derived
+	// index key attribute or a derived key component otherwise than to a
+	// value, or an index-table key component in write-through mode (use Put)
+	// (code DDBX-601).
 	ErrKeyChange = &codedError{"DDBX-601", "key attributes cannot change in place"}
 
 	// ErrTooManyActions: a transaction would exceed DynamoDB's 100 actions
@@ -50,20 +74,51 @@ var (
 	ErrTooManyActions = &codedError{"DDBX-602", "transaction exceeds 100 actions"}
 
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
-	// same key, an item without its key values, a malformed version
-	// (code DDBX-603). Raised before any request.
+	// same key, an item without its key values or with a key DynamoDB would
+	// refuse, a malformed version (code DDBX-603). Raised before any
+	// request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
+
+	// ErrUnsupported: an operation that the table or index cannot do as
+	// declared or configured: a write on a table made by [NewReadOnly],
+	// Backfill of an index that is not an index table, Update of a model
+	// whose index tables are written through (code DDBX-604). Raised before
+	// any request.
+	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not
 	// applied yet (DynamoDB Streams keeps records for 24 hours), so index
 	// tables may miss changes (code DDBX-700). Backfill the index tables,
-	// then move the checkpoint on.
+	// then move the checkpoint on. The stream package's *GapError matches it.
 	ErrStreamGap = &codedError{"DDBX-700", "stream records were trimmed before they were applied"}
 
 	// ErrPoisonRecord: a stream record whose index writes can never be made,
 	// however often it is retried (code DDBX-701). The error names the
-	// record; a consumer stops on it unless told to skip and report it.
+	// record; a consumer stops on it unless told to skip and report it. The
+	// stream package's *PoisonRecordError matches it.
 	ErrPoisonRecord = &codedError{"DDBX-701", "stream record cannot be applied"}
+
+	// ErrStreamRecord: a malformed stream record: one without a sequence
+	// number, without the images its event needs (the stream's view type is
+	// not NEW_AND_OLD_IMAGES), or with an unknown event or attribute type
+	// (code DDBX-702). It can never be applied, so a consumer treats it as a
+	// poison record.
+	ErrStreamRecord = &codedError{"DDBX-702", "malformed stream record"}
+
+	// ErrMalformedItem: a stored item that a read, Backfill or Update cannot
+	// use: it does not unmarshal into the model, or its key attributes (or
+	// the components an Update reads to compute a derived key) do not decode
+	// as the declarations say (code DDBX-800). The data, or a declaration
+	// changed under it, needs repair; retrying does not help.
+	ErrMalformedItem = &codedError{"DDBX-800", "stored item does not fit the model"}
+
+	// ErrDynamoDB: a call to DynamoDB, DynamoDB Streams or a stream
+	// consumer's checkpoint store failed: throttling, a 5xx answer, a
+	// connection error, a canceled context, or a request the service refused
+	// (code DDBX-900). The error is a [*CallError], which names the call and
+	// unwraps to the SDK's error; its Transient method tells whether a later
+	// attempt may succeed.
+	ErrDynamoDB = &codedError{"DDBX-900", "DynamoDB call failed"}
 )
 
 // codedError is a sentinel with a stable code.
@@ -72,33 +127,22 @@ type codedError struct {
 	msg  string
 }
 
-// Error implements the error interface.
 func (e *codedError) Error() string { return "ddbindex: " + e.msg + " [" + e.code + "]" }
 
-// Code returns the stable code (such as "DDBX-300") of the ddbindex error in
-// err's chain, or "" when there is none.
+// Code returns the sentinel's code, such as "DDBX-300".
+func (e *codedError) Code() string { return e.code }
+
+// Code returns the stable code (such as "DDBX-300") of the first error in
+// err's chain that has one, or "" when there is none. Every sentinel and
+// every error type of the package has a Code method, so for an error that
+// ddbindex returned this is the code of the sentinel it matches.
 func Code(err error) string {
-	// The stream errors come first: they wrap the error that made them,
-	// which may carry a code of its own (a poison record's ErrInvalidWrite).
-	for _, s := range []*codedError{ErrStreamGap, ErrPoisonRecord, ErrDeclaration, ErrInvalidQuery,
-		ErrInvalidCursor, ErrNoProgress, ErrCapReached, ErrSchemaMismatch, ErrConflict, ErrKeyChange,
-		ErrTooManyActions, ErrInvalidWrite} {
-		if errors.Is(err, s) {
-			return s.code
-		}
+	var c interface{ Code() string }
+	if errors.As(err, &c) {
+		return c.Code()
 	}
 	return ""
 }
-
-// IsInvalidCursor reports whether err is a cursor a client sent that failed
-// decoding: the caller's cue for HTTP 400.
-func IsInvalidCursor(err error) bool { return errors.Is(err, ErrInvalidCursor) }
-
-// IsCapReached reports whether err says a per-call cap stopped a read early.
-func IsCapReached(err error) bool { return errors.Is(err, ErrCapReached) }
-
-// IsConflict reports whether err is a lost conditional write.
-func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 
 // QueryError is an invalid query, with the index it was for. It matches
 // [ErrInvalidQuery].
@@ -108,7 +152,6 @@ type QueryError struct {
 	Err    error // an underlying cause, if any
 }
 
-// Error implements the error interface.
 func (e *QueryError) Error() string {
 	return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, ErrInvalidQuery.code)
 }
@@ -118,6 +161,9 @@ func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
 
 // Unwrap returns the underlying cause.
 func (e *QueryError) Unwrap() error { return e.Err }
+
+// Code returns ErrInvalidQuery's code.
+func (e *QueryError) Code() string { return ErrInvalidQuery.code }
 
 func indexLabel(name string) string {
 	if name == "" {
@@ -146,7 +192,6 @@ type CursorError struct {
 	Err    error // an underlying cause, if any
 }
 
-// Error implements the error interface.
 func (e *CursorError) Error() string {
 	s := "ddbindex: invalid cursor: " + e.Reason
 	if e.Err != nil {
@@ -161,6 +206,83 @@ func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor 
 // Unwrap returns the underlying cause.
 func (e *CursorError) Unwrap() error { return e.Err }
 
+// Code returns ErrInvalidCursor's code.
+func (e *CursorError) Code() string { return ErrInvalidCursor.code }
+
 func cursorErr(err error, format string, args ...any) error {
 	return &CursorError{Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// CallError is a failed call to DynamoDB, DynamoDB Streams or a stream
+// consumer's checkpoint store. It matches [ErrDynamoDB], and unwraps to the
+// error the call returned, so errors.As still finds the SDK's types
+// (smithy.APIError, *types.ResourceNotFoundException, ...).
+type CallError struct {
+	// Op is the operation: an API operation such as "Query", "PutItem" or
+	// "GetRecords", or "Checkpoint" and "SetCheckpoint" for the checkpoint
+	// store.
+	Op string
+	// Table is the table the request named; "" for TransactWriteItems
+	// (which may span tables) and the stream operations.
+	Table string
+	// Index is the GSI or LSI the request named, if any.
+	Index string
+	// Err is the error the call returned, or what made its answer unusable
+	// (a DescribeStream without a description, shards whose parents form a
+	// cycle, a table that never became active within the wait).
+	Err error
+}
+
+func (e *CallError) Error() string {
+	on := ""
+	switch {
+	case e.Table != "" && e.Index != "":
+		on = " on " + e.Table + " (index " + e.Index + ")"
+	case e.Table != "":
+		on = " on " + e.Table
+	}
+	return fmt.Sprintf("%s%s failed [%s]: %v", e.Op, on, ErrDynamoDB.code, e.Err)
+}
+
+// Is makes CallError match ErrDynamoDB.
+func (e *CallError) Is(target error) bool { return target == ErrDynamoDB }
+
+// Unwrap returns the error the call returned.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Code returns ErrDynamoDB's code.
+func (e *CallError) Code() string { return ErrDynamoDB.code }
+
+// Transient reports whether a later attempt of the call may succeed
+// (throttling, a 5xx answer, a connection error): [IsTransient] of the
+// call's error.
+func (e *CallError) Transient() bool { return IsTransient(e.Err) }
+
+// callErr wraps a non-nil error of a call in a *CallError; nil stays nil.
+// table and index are the request's names (nil when it has none).
+// errReadOnly, a read-only table's client refusing a write without sending
+// it, is no failed call and stays as it is.
+func callErr(op string, table, index *string, err error) error {
+	if err == nil || err == errReadOnly {
+		return err
+	}
+	e := &CallError{Op: op, Err: err}
+	if table != nil {
+		e.Table = *table
+	}
+	if index != nil {
+		e.Index = *index
+	}
+	return e
+}
+
+// sdkError returns the error a call returned, without the *CallError around
+// it: for errors that report an SDK error as their cause but are not a
+// failed call (a conflict), so that they match one sentinel.
+func sdkError(err error) error {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Err
+	}
+	return err
 }

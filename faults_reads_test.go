@@ -44,7 +44,7 @@ func TestFaultsReads(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			db, _, ft := ddbtest.Faulty(t, faults.Random(c.rate, 7, nil, "Query"), c.retryer)
 			ft2 := coldMemo(tb)
-			ft2.client = db
+			ft2.client = calls{db}
 			ctx := context.Background()
 			retry := func(what string, call func() error) {
 				t.Helper()

@@ -47,8 +47,16 @@ type IndexWrite struct {
 //	projected attributes changed, keys the same    → put the entry
 //	nothing the index holds changed                → no write
 //
-// It sends nothing.
-func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
+// It sends nothing. Its errors match [ErrInvalidWrite]: a change that
+// cannot be written (a malformed version, an image that does not fit the
+// model, a key value out of range) fails the same way however often it is
+// tried.
+func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
+	defer func() {
+		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) {
+			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
+		}
+	}()
 	if !isDecimal(c.Version) {
 		return nil, fmt.Errorf("%w: version %q is not a decimal integer", ErrInvalidWrite, c.Version)
 	}
@@ -334,8 +342,9 @@ type ApplyStats struct {
 	Puts    int // live entries written
 	Deletes int // tombstones written
 	Stale   int // writes skipped because the entry already holds this change or a newer one
-	// Skipped counts poison stream records that a StreamConsumer's OnPoison
-	// hook chose to skip (Apply never skips: it returns the error).
+	// Skipped counts poison stream records that the OnPoison hook of a
+	// stream consumer (package stream) chose to skip (Apply never skips: it
+	// returns the error).
 	Skipped int
 }
 
@@ -352,8 +361,14 @@ func (s *ApplyStats) add(o ApplyStats) {
 // change's (or absent); a write that finds a newer or equal version is
 // skipped and counted as Stale, which makes Apply idempotent and safe to
 // call with redelivered or reordered changes.
-func (t *Table[T]) Apply(ctx context.Context, changes ...Change) (ApplyStats, error) {
+//
+// optFns are applied to every request Apply sends, as the SDK's own per-call
+// options.
+func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*dynamodb.Options)) (ApplyStats, error) {
 	var st ApplyStats
+	if err := t.writable("Apply"); err != nil {
+		return st, err
+	}
 	for _, c := range changes {
 		writes, err := t.IndexWrites(c)
 		if err != nil {
@@ -361,7 +376,7 @@ func (t *Table[T]) Apply(ctx context.Context, changes ...Change) (ApplyStats, er
 		}
 		st.Changes++
 		for _, w := range writes {
-			stale, err := t.putEntry(ctx, w, c.Version)
+			stale, err := t.putEntry(ctx, w, c.Version, optFns...)
 			if err != nil {
 				return st, err
 			}
@@ -386,10 +401,10 @@ func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder 
 	return v.AttributeNotExists().Or(v.LessThan(expression.Value(&types.AttributeValueMemberN{Value: version})))
 }
 
-func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (stale bool, err error) {
+func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string, optFns ...func(*dynamodb.Options)) (stale bool, err error) {
 	expr, err := expression.NewBuilder().WithCondition(t.versionCondition(version)).Build()
 	if err != nil {
-		return false, fmt.Errorf("ddbindex: %w", err)
+		return false, writeErr("%w", err)
 	}
 	_, err = t.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(w.Table),
@@ -397,7 +412,7 @@ func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
-	})
+	}, optFns...)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return true, nil

@@ -1,7 +1,6 @@
 package ddbindex
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -10,16 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/stretchr/testify/require"
 )
 
-// Unit tests of the index-write computation (sync.go) and of the stream
-// record adapters (stream.go): no server.
+// Unit tests of the index-write computation (indexwrites.go): no server.
+// (The stream record adapters' are in package stream.)
 
 // syItem has three index tables: by_status (projects everything), by_owner
 // (keys only, sparse on an omitempty string) and by_tag (projects title,
@@ -280,10 +277,12 @@ func TestIndexWritesBadImages(t *testing.T) {
 	emptyKey := maps.Clone(good)
 	emptyKey["team"] = &types.AttributeValueMemberS{Value: ""}
 	for name, img := range map[string]map[string]types.AttributeValue{"wrong type": wrongType, "empty key value": emptyKey} {
+		// Every error of IndexWrites says the change can never be written.
 		_, err := tb.IndexWrites(Change{Old: img, New: good, Version: "1"})
-		require.Error(t, err, "old image: %s", name)
+		require.ErrorIs(t, err, ErrInvalidWrite, "old image: %s", name)
 		_, err = tb.IndexWrites(Change{Old: good, New: img, Version: "1"})
-		require.Error(t, err, "new image: %s", name)
+		require.ErrorIs(t, err, ErrInvalidWrite, "new image: %s", name)
+		require.Equal(t, "DDBX-603", Code(err))
 	}
 	_, err := tb.IndexWrites(Change{Old: good, New: wrongType, Version: "1"})
 	require.ErrorContains(t, err, "Status")
@@ -331,211 +330,14 @@ func TestIndexWritesStoredForms(t *testing.T) {
 	bad["n"] = &types.AttributeValueMemberS{Value: "x"}
 	_, err = tb.IndexWrites(Change{New: bad, Version: "3"})
 	require.ErrorContains(t, err, "does not unmarshal")
-}
-
-// ---- stream record adapters ----------------------------------------------
-
-// syStreamAll and syLambdaAll hold one attribute of every type, nested.
-func syStreamAll() map[string]streamtypes.AttributeValue {
-	return map[string]streamtypes.AttributeValue{
-		"s":    &streamtypes.AttributeValueMemberS{Value: "text"},
-		"n":    &streamtypes.AttributeValueMemberN{Value: "-12.5"},
-		"b":    &streamtypes.AttributeValueMemberB{Value: []byte{0, 1, 2}},
-		"bool": &streamtypes.AttributeValueMemberBOOL{Value: true},
-		"null": &streamtypes.AttributeValueMemberNULL{Value: true},
-		"ss":   &streamtypes.AttributeValueMemberSS{Value: []string{"a", "b"}},
-		"ns":   &streamtypes.AttributeValueMemberNS{Value: []string{"1", "2"}},
-		"bs":   &streamtypes.AttributeValueMemberBS{Value: [][]byte{{1}, {2}}},
-		"l": &streamtypes.AttributeValueMemberL{Value: []streamtypes.AttributeValue{
-			&streamtypes.AttributeValueMemberS{Value: "x"},
-			&streamtypes.AttributeValueMemberL{Value: []streamtypes.AttributeValue{&streamtypes.AttributeValueMemberN{Value: "3"}}},
-		}},
-		"m": &streamtypes.AttributeValueMemberM{Value: map[string]streamtypes.AttributeValue{
-			"inner": &streamtypes.AttributeValueMemberM{Value: map[string]streamtypes.AttributeValue{
-				"deep": &streamtypes.AttributeValueMemberBOOL{Value: false},
-			}},
-			"list": &streamtypes.AttributeValueMemberL{Value: []streamtypes.AttributeValue{&streamtypes.AttributeValueMemberB{Value: []byte("z")}}},
-		}},
-	}
-}
-
-func syLambdaAll() map[string]events.DynamoDBAttributeValue {
-	return map[string]events.DynamoDBAttributeValue{
-		"s":    events.NewStringAttribute("text"),
-		"n":    events.NewNumberAttribute("-12.5"),
-		"b":    events.NewBinaryAttribute([]byte{0, 1, 2}),
-		"bool": events.NewBooleanAttribute(true),
-		"null": events.NewNullAttribute(),
-		"ss":   events.NewStringSetAttribute([]string{"a", "b"}),
-		"ns":   events.NewNumberSetAttribute([]string{"1", "2"}),
-		"bs":   events.NewBinarySetAttribute([][]byte{{1}, {2}}),
-		"l": events.NewListAttribute([]events.DynamoDBAttributeValue{
-			events.NewStringAttribute("x"),
-			events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewNumberAttribute("3")}),
-		}),
-		"m": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
-			"inner": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"deep": events.NewBooleanAttribute(false)}),
-			"list":  events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewBinaryAttribute([]byte("z"))}),
-		}),
-	}
-}
-
-func syWantAll() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"s":    &types.AttributeValueMemberS{Value: "text"},
-		"n":    &types.AttributeValueMemberN{Value: "-12.5"},
-		"b":    &types.AttributeValueMemberB{Value: []byte{0, 1, 2}},
-		"bool": &types.AttributeValueMemberBOOL{Value: true},
-		"null": &types.AttributeValueMemberNULL{Value: true},
-		"ss":   &types.AttributeValueMemberSS{Value: []string{"a", "b"}},
-		"ns":   &types.AttributeValueMemberNS{Value: []string{"1", "2"}},
-		"bs":   &types.AttributeValueMemberBS{Value: [][]byte{{1}, {2}}},
-		"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{
-			&types.AttributeValueMemberS{Value: "x"},
-			&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: "3"}}},
-		}},
-		"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			"inner": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-				"deep": &types.AttributeValueMemberBOOL{Value: false},
-			}},
-			"list": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberB{Value: []byte("z")}}},
-		}},
-	}
-}
-
-func syStreamRecord(event, seq, view string, old, new map[string]streamtypes.AttributeValue) streamtypes.Record {
-	return streamtypes.Record{EventName: streamtypes.OperationType(event), Dynamodb: &streamtypes.StreamRecord{
-		SequenceNumber: aws.String(seq), StreamViewType: streamtypes.StreamViewType(view), OldImage: old, NewImage: new,
-	}}
-}
-
-func syLambdaRecord(event, seq, view string, old, new map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
-	return events.DynamoDBEventRecord{EventName: event, Change: events.DynamoDBStreamRecord{
-		SequenceNumber: seq, StreamViewType: view, OldImage: old, NewImage: new,
-	}}
-}
-
-func TestChangeFromStreamRecord(t *testing.T) {
-	t.Parallel()
-	const view = "NEW_AND_OLD_IMAGES"
-	for _, tc := range []struct {
-		event    string
-		old, new bool
-	}{{"INSERT", false, true}, {"MODIFY", true, true}, {"REMOVE", true, false}} {
-		var old, new map[string]streamtypes.AttributeValue
-		var wantOld, wantNew map[string]types.AttributeValue
-		if tc.old {
-			old, wantOld = syStreamAll(), syWantAll()
-		}
-		if tc.new {
-			new, wantNew = syStreamAll(), syWantAll()
-		}
-		c, err := ChangeFromStreamRecord(syStreamRecord(tc.event, "1234567890123456789012", view, old, new))
-		require.NoError(t, err, tc.event)
-		require.Equal(t, Change{Old: wantOld, New: wantNew, Version: "1234567890123456789012"}, c, tc.event)
-	}
-
-	// Errors.
-	_, err := ChangeFromStreamRecord(streamtypes.Record{EventName: "INSERT"})
-	require.ErrorIs(t, err, ErrInvalidWrite, "no Dynamodb part")
-	_, err = ChangeFromStreamRecord(streamtypes.Record{EventName: "INSERT", Dynamodb: &streamtypes.StreamRecord{}})
-	require.ErrorIs(t, err, ErrInvalidWrite, "no sequence number")
-	keys := map[string]streamtypes.AttributeValue{"pk": &streamtypes.AttributeValueMemberS{Value: "k"}}
-	for _, ev := range []string{"INSERT", "MODIFY", "REMOVE"} {
-		r := syStreamRecord(ev, "5", "KEYS_ONLY", nil, nil)
-		r.Dynamodb.Keys = keys
-		_, err = ChangeFromStreamRecord(r)
-		require.ErrorIs(t, err, ErrInvalidWrite, "%s with KEYS_ONLY", ev)
-		require.ErrorContains(t, err, "NEW_AND_OLD_IMAGES")
-		require.ErrorContains(t, err, "KEYS_ONLY")
-	}
-	_, err = ChangeFromStreamRecord(syStreamRecord("MODIFY", "5", "NEW_IMAGE", nil, syStreamAll()))
-	require.ErrorContains(t, err, "lacks an image", "MODIFY without its old image")
-	_, err = ChangeFromStreamRecord(syStreamRecord("UPSERT", "5", view, nil, syStreamAll()))
 	require.ErrorIs(t, err, ErrInvalidWrite)
-	require.ErrorContains(t, err, `unknown stream event "UPSERT"`)
-	_, err = ChangeFromStreamRecord(syStreamRecord("", "5", view, nil, nil))
-	require.ErrorContains(t, err, "unknown stream event")
-
-	bad := map[string]streamtypes.AttributeValue{"x": &streamtypes.UnknownUnionMember{Tag: "ZZ"}}
-	_, err = ChangeFromStreamRecord(syStreamRecord("INSERT", "5", view, nil, bad))
-	require.ErrorIs(t, err, ErrInvalidWrite)
-	require.ErrorContains(t, err, "attribute x")
-	_, err = ChangeFromStreamRecord(syStreamRecord("REMOVE", "5", view, bad, nil))
-	require.ErrorIs(t, err, ErrInvalidWrite)
-	for name, nested := range map[string]streamtypes.AttributeValue{
-		"in a list": &streamtypes.AttributeValueMemberL{Value: []streamtypes.AttributeValue{&streamtypes.UnknownUnionMember{Tag: "ZZ"}}},
-		"in a map":  &streamtypes.AttributeValueMemberM{Value: bad},
-	} {
-		_, err = ChangeFromStreamRecord(syStreamRecord("INSERT", "5", view, nil, map[string]streamtypes.AttributeValue{"x": nested}))
-		require.ErrorIs(t, err, ErrInvalidWrite, name)
-	}
 }
 
-func TestChangeFromLambdaRecord(t *testing.T) {
-	t.Parallel()
-	const view = "NEW_AND_OLD_IMAGES"
-	for _, tc := range []struct {
-		event    string
-		old, new bool
-	}{{"INSERT", false, true}, {"MODIFY", true, true}, {"REMOVE", true, false}} {
-		var old, new map[string]events.DynamoDBAttributeValue
-		var wantOld, wantNew map[string]types.AttributeValue
-		if tc.old {
-			old, wantOld = syLambdaAll(), syWantAll()
-		}
-		if tc.new {
-			new, wantNew = syLambdaAll(), syWantAll()
-		}
-		c, err := ChangeFromLambdaRecord(syLambdaRecord(tc.event, "900000000000000000001", view, old, new))
-		require.NoError(t, err, tc.event)
-		require.Equal(t, Change{Old: wantOld, New: wantNew, Version: "900000000000000000001"}, c, tc.event)
-	}
-	_, err := ChangeFromLambdaRecord(syLambdaRecord("INSERT", "", view, nil, syLambdaAll()))
-	require.ErrorIs(t, err, ErrInvalidWrite, "no sequence number")
-	for _, ev := range []string{"INSERT", "MODIFY", "REMOVE"} {
-		r := syLambdaRecord(ev, "5", "KEYS_ONLY", nil, nil)
-		r.Change.Keys = map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("k")}
-		_, err = ChangeFromLambdaRecord(r)
-		require.ErrorIs(t, err, ErrInvalidWrite, "%s with KEYS_ONLY", ev)
-		require.ErrorContains(t, err, "KEYS_ONLY")
-	}
-	_, err = ChangeFromLambdaRecord(syLambdaRecord("TTL", "5", view, syLambdaAll(), nil))
-	require.ErrorContains(t, err, `unknown stream event "TTL"`)
-}
-
-// TestChangeFromLambdaJSON reads a Lambda event as Lambda delivers it (JSON),
-// including the NULL and nested forms.
-func TestChangeFromLambdaJSON(t *testing.T) {
-	t.Parallel()
-	const js = `{"Records":[{"eventID":"1","eventName":"MODIFY","eventSource":"aws:dynamodb","dynamodb":{
-		"SequenceNumber":"111","StreamViewType":"NEW_AND_OLD_IMAGES",
-		"OldImage":{"a":{"S":"x"},"n":{"NULL":true}},
-		"NewImage":{"a":{"S":"y"},"m":{"M":{"l":{"L":[{"N":"1"},{"B":"AAE="}]}}}}}}]}`
-	var ev events.DynamoDBEvent
-	require.NoError(t, json.Unmarshal([]byte(js), &ev))
-	c, err := ChangeFromLambdaRecord(ev.Records[0])
-	require.NoError(t, err)
-	require.Equal(t, Change{
-		Old: map[string]types.AttributeValue{"a": &types.AttributeValueMemberS{Value: "x"}, "n": &types.AttributeValueMemberNULL{Value: true}},
-		New: map[string]types.AttributeValue{"a": &types.AttributeValueMemberS{Value: "y"}, "m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: "1"}, &types.AttributeValueMemberB{Value: []byte{0, 1}}}},
-		}}},
-		Version: "111",
-	}, c)
-}
-
-func TestApplyLambdaEventRejectsBadRecord(t *testing.T) {
+// TestApplyRejectsBadVersion: a bad version stops Apply before any write.
+func TestApplyRejectsBadVersion(t *testing.T) {
 	t.Parallel()
 	tb := syTable(t) // nil client: nothing may be sent
-	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
-		syLambdaRecord("INSERT", "1", "NEW_AND_OLD_IMAGES", nil, nil),
-	}}
-	st, err := tb.ApplyLambdaEvent(t.Context(), ev)
-	require.ErrorIs(t, err, ErrInvalidWrite)
-	require.Zero(t, st)
-	// A bad version stops Apply before any write too.
-	st, err = tb.Apply(t.Context(), Change{New: syImage(t, tb, syBase()), Version: "x"})
+	st, err := tb.Apply(t.Context(), []Change{{New: syImage(t, tb, syBase()), Version: "x"}})
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, st)
 }
@@ -551,20 +353,6 @@ func TestVersionConditionExpression(t *testing.T) {
 	require.Equal(t, "(attribute_not_exists (#0)) OR (#0 < :0)", aws.ToString(e.Condition()))
 	require.Equal(t, map[string]string{"#0": "_ver"}, e.Names())
 	require.Equal(t, map[string]types.AttributeValue{":0": &types.AttributeValueMemberN{Value: "17"}}, e.Values())
-}
-
-func TestMemoryCheckpoints(t *testing.T) {
-	t.Parallel()
-	var m MemoryCheckpoints
-	got, err := m.Checkpoint(t.Context(), "shard-1")
-	require.NoError(t, err)
-	require.Empty(t, got)
-	require.NoError(t, m.SetCheckpoint(t.Context(), "shard-1", "17"))
-	require.NoError(t, m.SetCheckpoint(t.Context(), "shard-2", "3"))
-	got, _ = m.Checkpoint(t.Context(), "shard-1")
-	require.Equal(t, "17", got)
-	got, _ = m.Checkpoint(t.Context(), "shard-2")
-	require.Equal(t, "3", got)
 }
 
 func TestApplyStatsAdd(t *testing.T) {

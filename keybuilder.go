@@ -849,7 +849,8 @@ func splitKey(key string) ([]string, error) {
 // valid UTF-8 is an error), []byte as upper-case hex, integers and floats in
 // the full-range order-preserving form, times as fixed-width RFC 3339 in UTC.
 // The byte order of the results equals the component-wise order of the
-// inputs, component types being equal position by position.
+// inputs, component types being equal position by position. Its errors match
+// [ErrInvalidKey].
 //
 //	EncodeKey("open", int64(42), "TICKET#8842") == "open#b42#TICKET$238842"
 func EncodeKey(components ...any) (string, error) {
@@ -863,7 +864,8 @@ func EncodeKey(components ...any) (string, error) {
 // KeyPrefix returns the exact-match prefix for keys whose leading components
 // equal components: the encoded components followed by the separator.
 // begins_with(key, KeyPrefix(p...)) holds exactly when the leading components
-// of key equal p, and more components follow.
+// of key equal p, and more components follow. Its errors match
+// [ErrInvalidKey].
 func KeyPrefix(components ...any) (string, error) {
 	b, err := appendComponents(make([]byte, 0, 64), components)
 	if err != nil {
@@ -879,7 +881,7 @@ func appendComponents(b []byte, components []any) ([]byte, error) {
 			b, err = appendComponent(b, i, "", e, text)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ddbindex: component %d: %w", i, err)
+			return nil, fmt.Errorf("%w: component %d: %w", ErrInvalidKey, i, err)
 		}
 	}
 	return b, nil
@@ -926,27 +928,28 @@ func defaultText(c any) (encoder, string, error) {
 // DecodeKey splits an encoded composite key and reads each component into the
 // matching pointer of into, with default formats; the number of components
 // must equal len(into). Every malformed text is an error: a key that EncodeKey
-// could not have produced does not decode.
+// could not have produced does not decode. Its errors (a pointer missing
+// among into included) match [ErrInvalidKey].
 func DecodeKey(key string, into ...any) error {
 	texts := splitRaw(key)
 	if len(texts) != len(into) {
-		return fmt.Errorf("ddbindex: decode key: %d components, want %d: %w", len(texts), len(into), errMalformed)
+		return fmt.Errorf("%w: decode: %d components, want %d: %w", ErrInvalidKey, len(texts), len(into), errMalformed)
 	}
 	for i, p := range into {
 		rv := reflect.ValueOf(p)
 		if rv.Kind() != reflect.Pointer || rv.IsNil() {
-			return fmt.Errorf("ddbindex: decode key: argument %d is %T, not a non-nil pointer", i, p)
+			return fmt.Errorf("%w: decode: argument %d is %T, not a non-nil pointer", ErrInvalidKey, i, p)
 		}
 		e, err := newEncoder(rv.Elem().Type(), 0, "")
 		if err != nil {
-			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+			return fmt.Errorf("%w: decode: component %d: %w", ErrInvalidKey, i, err)
 		}
 		text, err := e.componentText(texts[i])
 		if err != nil {
-			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+			return fmt.Errorf("%w: decode: component %d: %w", ErrInvalidKey, i, err)
 		}
 		if err := e.parse(text, rv.Elem()); err != nil {
-			return fmt.Errorf("ddbindex: decode key: component %d: %w", i, err)
+			return fmt.Errorf("%w: decode: component %d: %w", ErrInvalidKey, i, err)
 		}
 	}
 	return nil
@@ -954,11 +957,11 @@ func DecodeKey(key string, into ...any) error {
 
 // SplitKey splits an encoded composite key into its unescaped component
 // texts, for tooling that inspects keys without knowing their types ([]byte
-// components come out as their hex text).
+// components come out as their hex text). Its errors match [ErrInvalidKey].
 func SplitKey(key string) ([]string, error) {
 	texts, err := splitKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("ddbindex: split key: %w", err)
+		return nil, fmt.Errorf("%w: split: %w", ErrInvalidKey, err)
 	}
 	return texts, nil
 }

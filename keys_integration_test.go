@@ -734,6 +734,9 @@ func (c kiFailingClient) Query(context.Context, *dynamodb.QueryInput, ...func(*d
 func (c kiFailingClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return nil, c.fail("GetItem")
 }
+func (c kiFailingClient) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, c.fail("BatchGetItem")
+}
 func (c kiFailingClient) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return nil, c.fail("PutItem")
 }
@@ -812,7 +815,7 @@ func kiRequireInvalid[T any](t *testing.T, q Query[T]) {
 	t.Helper()
 	ctx := t.Context()
 	tb := *q.t
-	tb.client = kiFailingClient{t} // fail this subtest, should a request be sent
+	tb.client = calls{kiFailingClient{t}} // fail this subtest, should a request be sent
 	q.t = &tb
 	_, err := q.Page(ctx)
 	require.ErrorIs(t, err, ErrInvalidQuery)

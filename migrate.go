@@ -27,7 +27,8 @@ type ScanAPI interface {
 // every change the stream brings.
 var backfillVersion = &types.AttributeValueMemberN{Value: "0"}
 
-// BackfillOptions configure [Table.Backfill].
+// BackfillOptions configure [Table.Backfill]; the zero value of each field
+// means its default.
 type BackfillOptions struct {
 	// Segment and TotalSegments split the scan for parallel workers
 	// (TotalSegments 0 or 1: one worker reads everything).
@@ -42,6 +43,9 @@ type BackfillOptions struct {
 	// and a write whose first attempt was applied fails its condition and
 	// counts as Skipped.
 	Retry RetryOptions
+	// ClientOptions are applied to every request Backfill sends (each Scan
+	// and each PutItem), as the SDK's own per-call options.
+	ClientOptions []func(*dynamodb.Options)
 }
 
 // BackfillStats counts what a backfill did.
@@ -52,20 +56,36 @@ type BackfillStats struct {
 	Sparse  int // base items not in the index
 }
 
-// Backfill fills an index table from the base table: it scans the base table
+// Backfill fills an index table from the base table: the index's kept form
+// during a migration (keep=table), else its declared form. It scans the base table
 // and writes every item's entry, conditioned on no entry being there yet, so
 // it never overwrites what the stream consumer (which should already run)
 // has written. Entries it writes carry version 0, below every stream change.
-// Run it again, or in parallel segments, safely.
-func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts BackfillOptions) (BackfillStats, error) {
+// Run it again, or in parallel segments, safely. An index that is not an
+// index table is refused with [ErrUnsupported]; a base item it cannot index
+// stops it with [ErrMalformedItem].
+//
+//	st, err := tickets.Backfill(ctx, client, "by_status", func(o *ddbindex.BackfillOptions) {
+//		o.Segment, o.TotalSegments = 2, 8
+//	})
+func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, optFns ...func(*BackfillOptions)) (BackfillStats, error) {
 	var st BackfillStats
+	if err := t.writable("Backfill"); err != nil {
+		return st, err
+	}
+	var opts BackfillOptions
+	for _, fn := range optFns {
+		fn(&opts)
+	}
 	d, err := t.index(index)
 	if err != nil {
 		return st, err
 	}
+	d = d.backfilled()
 	if !d.ownTable {
-		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrInvalidWrite, indexLabel(index), d.kind)
+		return st, fmt.Errorf("%w: Backfill fills index tables; %s is a %s", ErrUnsupported, indexLabel(index), d.kind)
 	}
+	api = scanCalls{api}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
@@ -76,10 +96,10 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 	}
 	cond, err := expression.NewBuilder().WithCondition(expression.Name(t.opts.VersionAttr).AttributeNotExists()).Build()
 	if err != nil {
-		return st, fmt.Errorf("ddbindex: %w", err)
+		return st, writeErr("%w", err)
 	}
 	for {
-		out, err := retryCall(ctx, opts.Retry, "Scan", func() (*dynamodb.ScanOutput, error) { return api.Scan(ctx, in) })
+		out, err := retryCall(ctx, opts.Retry, "Scan", func() (*dynamodb.ScanOutput, error) { return api.Scan(ctx, in, opts.ClientOptions...) })
 		if err != nil {
 			return st, fmt.Errorf("ddbindex: scan %s: %w", t.TableName(), err)
 		}
@@ -92,11 +112,11 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 			}
 			texts, err := t.s.imageTexts(live, nil, nil)
 			if err != nil {
-				return st, err
+				return st, fmt.Errorf("%w: %w", ErrMalformedItem, err)
 			}
 			e, err := t.imageEntry(d, live, texts, backfillVersion, 0)
 			if err != nil {
-				return st, err
+				return st, fmt.Errorf("%w: %w", ErrMalformedItem, err)
 			}
 			if e == nil {
 				st.Sparse++
@@ -106,7 +126,7 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, opts
 				TableName: aws.String(t.tableOf(d)), Item: e, ConditionExpression: cond.Condition(),
 				ExpressionAttributeNames: cond.Names(),
 			}
-			_, err = retryCall(ctx, opts.Retry, "PutItem", func() (*dynamodb.PutItemOutput, error) { return t.client.PutItem(ctx, put) })
+			_, err = retryCall(ctx, opts.Retry, "PutItem", func() (*dynamodb.PutItemOutput, error) { return t.client.PutItem(ctx, put, opts.ClientOptions...) })
 			var ccf *types.ConditionalCheckFailedException
 			switch {
 			case errors.As(err, &ccf):
@@ -148,7 +168,7 @@ const maxDifferences = 20
 // GSI-to-table migration. alternateTable names the index table when it is
 // not the default (TABLE-INDEX); it is ignored when the declared index is
 // itself the index table.
-func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparison, error) {
+func (q Query[T]) Compare(ctx context.Context, alternateTable string, optFns ...func(*dynamodb.Options)) (*Comparison, error) {
 	d, err := q.t.index(q.index)
 	if err != nil {
 		return nil, err
@@ -178,7 +198,7 @@ func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparis
 			if err != nil {
 				return nil, err
 			}
-			page, err := fill(ctx, cq, p, limit, true)
+			page, err := fill(ctx, cq, p, limit, true, optFns)
 			if err != nil {
 				return nil, err
 			}
@@ -235,4 +255,11 @@ func (t *Table[T]) keyOfItem(item *T) string {
 		return "(" + err.Error() + ")"
 	}
 	return keyString(key)
+}
+
+// backfilled is the form of d's index that Backfill fills: the kept form of
+// an index in migration (the form being introduced, in either direction),
+// else the declared one.
+func (d *layout) backfilled() *layout {
+	return d.decl.forms[len(d.decl.forms)-1]
 }

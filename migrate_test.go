@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
 // mgPostGSI and mgPostTable declare the same feed index, one token apart:
@@ -81,7 +83,9 @@ func TestBackfillThenCompare(t *testing.T) {
 	require.Contains(t, c.Differences[0], "page 1: 7 items as a gsi, 0 as a table")
 
 	var progress []BackfillStats
-	st, err := table.Backfill(ctx, table.client.(ScanAPI), "newest", BackfillOptions{PageSize: 16, Progress: func(s BackfillStats) { progress = append(progress, s) }})
+	st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) {
+		o.PageSize, o.Progress = 16, func(s BackfillStats) { progress = append(progress, s) }
+	})
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 	require.GreaterOrEqual(t, len(progress), 4, "a progress report per scan page")
@@ -94,7 +98,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A second backfill leaves every entry as it is.
-	st, err = table.Backfill(ctx, table.client.(ScanAPI), "newest", BackfillOptions{})
+	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, BackfillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
 
@@ -103,7 +107,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	img, err := gsi.Marshal(posts[11])
 	require.NoError(t, err)
 	require.NoError(t, gsi.Delete(ctx, posts[11]))
-	_, err = table.Apply(ctx, Change{Old: img, Version: "7"})
+	_, err = table.Apply(ctx, []Change{{Old: img, Version: "7"}})
 	require.NoError(t, err)
 	for i, q := range queries {
 		c, err := q.Compare(ctx, "")
@@ -112,7 +116,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A backfill after it does not bring the tombstoned entry back.
-	st, err = table.Backfill(ctx, table.client.(ScanAPI), "newest", BackfillOptions{})
+	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)
@@ -128,7 +132,7 @@ func TestCompareReportsDifferences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	gsi, table, posts := mgSetup(t, 20)
-	_, err := table.Backfill(ctx, table.client.(ScanAPI), "newest", BackfillOptions{})
+	_, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 
 	// The index table misses a change: a post's text changed in the base
@@ -143,9 +147,9 @@ func TestCompareReportsDifferences(t *testing.T) {
 	require.Contains(t, c.Differences[0], `id="p004"`)
 
 	// An item only in the index table shifts every later item of its page.
-	_, err = table.Apply(ctx, Change{New: map[string]typesAV{
+	_, err = table.Apply(ctx, []Change{{New: map[string]typesAV{
 		"id": avS("zzz"), "feed": avS("global"), "at": avN("1733000000500"), "text": avS("ghost"),
-	}, Version: "9"})
+	}, Version: "9"}})
 	require.NoError(t, err)
 	c, err = gsi.Query("newest", "global").Limit(50).Compare(ctx, "")
 	require.NoError(t, err)
@@ -159,9 +163,9 @@ func TestCompareAndBackfillRefusals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = gsi.Query("", "p1").Compare(context.Background(), "")
 	require.ErrorIs(t, err, ErrInvalidQuery)
-	_, err = gsi.Backfill(context.Background(), nil, "newest", BackfillOptions{})
-	require.ErrorIs(t, err, ErrInvalidWrite)
-	_, err = gsi.Backfill(context.Background(), nil, "nope", BackfillOptions{})
+	_, err = gsi.Backfill(context.Background(), nil, "newest")
+	require.ErrorIs(t, err, ErrUnsupported)
+	_, err = gsi.Backfill(context.Background(), nil, "nope")
 	require.ErrorIs(t, err, ErrInvalidQuery)
 }
 
@@ -171,14 +175,14 @@ func TestBackfillSegments(t *testing.T) {
 	_, table, posts := mgSetup(t, 30)
 	total := BackfillStats{}
 	for seg := int32(0); seg < 3; seg++ {
-		st, err := table.Backfill(ctx, table.client.(ScanAPI), "newest", BackfillOptions{Segment: seg, TotalSegments: 3})
+		st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) { o.Segment, o.TotalSegments = seg, 3 })
 		require.NoError(t, err)
 		total.Scanned += st.Scanned
 		total.Written += st.Written
 		total.Sparse += st.Sparse
 	}
 	require.Equal(t, len(posts), total.Scanned)
-	out, err := table.client.(*dynamodb.Client).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table.tableOf(table.s.byName["newest"])), Select: "COUNT"})
+	out, err := table.client.c.(*dynamodb.Client).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table.tableOf(table.s.byName["newest"])), Select: "COUNT"})
 	require.NoError(t, err)
 	require.Equal(t, int32(total.Written), out.Count)
 }
@@ -187,3 +191,61 @@ type typesAV = types.AttributeValue
 
 func avS(s string) typesAV { return &types.AttributeValueMemberS{Value: s} }
 func avN(s string) typesAV { return &types.AttributeValueMemberN{Value: s} }
+
+// TestBackfillUnderFaults: Backfill under 5% and 30% injected faults writes
+// exactly what a fault-free Backfill writes. (It used to stop at the first
+// failure the SDK gave up on.)
+func TestBackfillUnderFaults(t *testing.T) {
+	t.Parallel()
+	const posts = 240
+	gsi, table, all := mgSetup(t, posts)
+	c := ddbtest.Client(t)
+	sparse := 0
+	for _, p := range all {
+		if p.Feed == nil {
+			sparse++
+		}
+	}
+	// fresh returns a Table of the same base table with a new, empty index
+	// table, whose requests go through client.
+	fresh := func(t *testing.T, client *dynamodb.Client, name string) (*Table[mgPostTable], string) {
+		prefix := ddbtest.Name(t, name)
+		tn := func(s string) string {
+			if s == table.s.table {
+				return gsi.TableName()
+			}
+			return prefix + "-" + s
+		}
+		out, err := New[mgPostTable](client, func(o *Options) { o.TableName = tn })
+		require.NoError(t, err)
+		ddbtest.CreateTable(t, c, out.CreateTableInputs(false)[1])
+		return out, out.tableOf(out.s.byName["newest"])
+	}
+	ref, refTable := fresh(t, c, "want")
+	st, err := ref.Backfill(t.Context(), c, "newest", func(o *BackfillOptions) { o.PageSize = 25 })
+	require.NoError(t, err)
+	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
+	want := wrScan(t, c, refTable)
+
+	for i, fc := range ddbtest.FaultCases {
+		t.Run(fc.Name, func(t *testing.T) {
+			t.Parallel()
+			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(200+i), nil), fc.Retryer)
+			tb, name := fresh(t, db, fmt.Sprint("case", i))
+			var log ddbtest.RetryLog
+			st, err := tb.Backfill(t.Context(), db, "newest", func(o *BackfillOptions) {
+				o.PageSize, o.Retry = 25, RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}
+			})
+			require.NoError(t, err)
+			retries, quota := log.Counts()
+			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.Name, st, ft.Summary(), retries, quota)
+			require.Positive(t, ft.Injected())
+			require.Equal(t, posts, st.Scanned)
+			require.Equal(t, sparse, st.Sparse)
+			require.Equal(t, posts-sparse, st.Written+st.Skipped, "a write whose answer was lost is skipped on its retry")
+			require.Equal(t, want, wrScan(t, c, name), "exactly the fault-free index table")
+			// (A backfill this small makes too few requests to be sure to
+			// use up the SDK's retry quota; the consumer's test is.)
+		})
+	}
+}

@@ -323,7 +323,7 @@ func TestPageFillCostModel(t *testing.T) {
 				tb, err := New[benchFeedItem](nil)
 				require.NoError(t, err)
 				m := pfmLoad(t, tb, p.dead, sz)
-				tb.client = m
+				tb.client = calls{m}
 				if warm {
 					pfmLibrary(t, tb, m, pages, limit)
 				}

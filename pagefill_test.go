@@ -134,13 +134,13 @@ func TestPageFillStartKeyFallback(t *testing.T) {
 	require.Len(t, want, 24)
 	strict := &pfStrictClient{Client: tb.client, sk: "_sk", seen: map[string]bool{}}
 	st := coldMemo(tb)
-	st.client = strict
+	st.client = calls{strict}
 	require.Equal(t, want, read(st))
 	require.Equal(t, 1, strict.refused, "the Table stops building start keys before next items once refused")
 	// A refused request counts as a request.
 	st = coldMemo(tb)
 	strict.refused, strict.seen = 0, map[string]bool{}
-	st.client = strict
+	st.client = calls{strict}
 	p, err := st.Query("feed", "c").Limit(3).Page(context.Background())
 	require.NoError(t, err)
 	p2, err := st.Query("feed", "c").Limit(3).After(p.Cursor).Page(context.Background())
@@ -220,7 +220,7 @@ func TestPageFillHugeLimit(t *testing.T) {
 	benchLoad(t, tb, "c", dead)
 	rec := &qtRecorder{Client: tb.client}
 	rt := coldMemo(tb)
-	rt.client = rec
+	rt.client = calls{rec}
 	for _, limit := range []int{math.MaxInt, math.MaxInt32, math.MaxInt32 - 1, maxPageItems + 5} {
 		rec.reset()
 		p, err := rt.Query("feed", "c").Limit(limit).Page(context.Background())

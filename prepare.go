@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ddbindex/ddbindex/internal/retry"
 )
 
 // This file brings existing tables to what the declarations need
@@ -151,7 +152,7 @@ func (t *Table[T]) Prepare(ctx context.Context, api PrepareAPI, optFns ...func(*
 		o.WaitMaxDelay = 5 * time.Second
 	}
 	o.WaitMaxDelay = max(o.WaitMaxDelay, o.WaitMinDelay)
-	p := &preparer[T]{t: t, api: api, o: o}
+	p := &preparer[T]{t: t, api: prepareCalls{schemaCalls{api}, api}, o: o}
 	sv, err := t.survey(ctx, api, o.ClientOptions)
 	if err != nil {
 		return p.rep, err
@@ -537,7 +538,7 @@ func (p *preparer[T]) retryBusy(ctx context.Context, step, table string, call fu
 		if elapsed >= p.o.WaitTimeout {
 			return failed("%s: DynamoDB still refused it after %v (%v); run Prepare again once the table is no longer busy", step, p.o.WaitTimeout, err)
 		}
-		if err := sleepCtx(ctx, min(delay, p.o.WaitTimeout-elapsed)); err != nil {
+		if err := retry.Sleep(ctx, min(delay, p.o.WaitTimeout-elapsed)); err != nil {
 			return fmt.Errorf("ddbindex: %s: %w", step, err)
 		}
 		delay = min(2*delay, p.o.WaitMaxDelay)
@@ -591,7 +592,7 @@ func (p *preparer[T]) wait(ctx context.Context, step, table, index string, ready
 		if ev.Elapsed >= p.o.WaitTimeout {
 			return nil, failed("%s: still %s after %v; DynamoDB goes on, and Prepare called again waits on", step, seen, p.o.WaitTimeout)
 		}
-		if err := sleepCtx(ctx, min(delay, p.o.WaitTimeout-ev.Elapsed)); err != nil {
+		if err := retry.Sleep(ctx, min(delay, p.o.WaitTimeout-ev.Elapsed)); err != nil {
 			return nil, fmt.Errorf("ddbindex: %s: %w", step, err)
 		}
 		delay = min(2*delay, p.o.WaitMaxDelay)

@@ -187,9 +187,20 @@ func TestPrepareKeptIndexTable(t *testing.T) {
 
 	// From now on the stream keeps the index table: an item written after
 	// Prepare reaches it; the items written before wait for a backfill.
-	_, err = s1.Put(ctx, kpStep1{ID: "new", Team: "T1", Status: "open", Created: 10})
+	// (The stream consumer lives in package stream, which imports this one:
+	// here the stream's view type is checked, and the change applied as the
+	// consumer applies it.)
+	desc, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s1.TableName())})
 	require.NoError(t, err)
-	st, err := NewStreamConsumer(s1, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, ConsumerOptions{}).Poll(ctx)
+	require.NotNil(t, desc.Table.StreamSpecification)
+	require.True(t, aws.ToBool(desc.Table.StreamSpecification.StreamEnabled))
+	require.Equal(t, types.StreamViewTypeNewAndOldImages, desc.Table.StreamSpecification.StreamViewType)
+	fresh := kpStep1{ID: "new", Team: "T1", Status: "open", Created: 10}
+	_, err = s1.Put(ctx, fresh)
+	require.NoError(t, err)
+	img, err := s1.Marshal(fresh)
+	require.NoError(t, err)
+	st, err := s1.Apply(ctx, []Change{{New: img, Version: "1"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes)
 	got := kpIDs(kpRead(t, s1, "T1", IndexTable), func(it kpStep1) string { return it.ID })

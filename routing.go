@@ -292,7 +292,7 @@ func (t *Table[T]) readRoutes(ctx context.Context) (map[string]Route, error) {
 		for _, item := range out.Items {
 			index, r, err := routeFromItem(item)
 			if err != nil {
-				return nil, fmt.Errorf("ddbindex: control table %s: %w", t.opts.ControlTable, err)
+				return nil, fmt.Errorf("%w: control table %s: %w", ErrMalformedItem, t.opts.ControlTable, err)
 			}
 			routes[index] = r
 		}

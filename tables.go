@@ -15,7 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// CreateOptions configure [Table.CreateTables].
+// This file holds the tables' DDL: CreateTables and CreateTableInputs make
+// the tables a model declares, and CheckSchema compares them with what
+// DynamoDB describes.
+
+// CreateOptions configure [Table.CreateTables]; the zero value of each field
+// means its default.
 type CreateOptions struct {
 	// NoStream leaves the base table without a stream. By default the base
 	// table gets a NEW_AND_OLD_IMAGES stream when the model declares an index
@@ -31,6 +36,10 @@ type CreateOptions struct {
 	WaitMinDelay, WaitMaxDelay time.Duration
 	// WaitTimeout bounds the wait. Default 5 minutes.
 	WaitTimeout time.Duration
+	// ClientOptions are applied to every request CreateTables sends (the
+	// wait's DescribeTable calls included), as the SDK's own per-call
+	// options.
+	ClientOptions []func(*dynamodb.Options)
 }
 
 // CreateTables creates, from the declarations, the base table with its GSIs
@@ -39,7 +48,13 @@ type CreateOptions struct {
 // tombstones expire too). Tables are billed on demand. It is meant for
 // tests, examples and bootstrapping; production tables usually come from
 // infrastructure code, which [Table.CheckSchema] verifies.
-func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateOptions) error {
+//
+//	err := tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = true })
+func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, optFns ...func(*CreateOptions)) error {
+	var opts CreateOptions
+	for _, fn := range optFns {
+		fn(&opts)
+	}
 	if opts.WaitMinDelay == 0 {
 		opts.WaitMinDelay = 100 * time.Millisecond
 	}
@@ -49,17 +64,24 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = 5 * time.Minute
 	}
+	api = schemaCalls{api}
 	inputs := t.CreateTableInputs(!opts.NoStream)
 	for _, in := range inputs {
-		if _, err := api.CreateTable(ctx, in); err != nil {
+		if _, err := api.CreateTable(ctx, in, opts.ClientOptions...); err != nil {
 			return fmt.Errorf("ddbindex: create table %s: %w", aws.ToString(in.TableName), err)
 		}
 	}
 	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay, o.MaxDelay = opts.WaitMinDelay, opts.WaitMaxDelay
+		o.ClientOptions = opts.ClientOptions
 	})
 	for _, in := range inputs {
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, opts.WaitTimeout); err != nil {
+			if !errors.Is(err, ErrDynamoDB) {
+				// The waiter gave up (WaitTimeout): its DescribeTable calls
+				// did not see the table become active.
+				err = callErr("DescribeTable", in.TableName, nil, err)
+			}
 			return fmt.Errorf("ddbindex: wait for table %s: %w", aws.ToString(in.TableName), err)
 		}
 	}
@@ -72,7 +94,7 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{
 				AttributeName: aws.String(t.opts.TTLAttr), Enabled: aws.Bool(true),
 			},
-		})
+		}, opts.ClientOptions...)
 		if err != nil {
 			return fmt.Errorf("ddbindex: enable TTL on %s: %w", name, err)
 		}
@@ -191,7 +213,6 @@ type SchemaError struct {
 	intro string
 }
 
-// Error implements the error interface.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
 		cmp.Or(e.intro, "the live schema does not match the declarations"),
@@ -200,6 +221,9 @@ func (e *SchemaError) Error() string {
 
 // Is makes SchemaError match ErrSchemaMismatch.
 func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch }
+
+// Code returns ErrSchemaMismatch's code.
+func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 
 // CheckSchema compares the declarations with the live tables (DescribeTable,
 // DescribeTimeToLive) and reports every mismatch in one *SchemaError: a
@@ -211,15 +235,17 @@ func (e *SchemaError) Is(target error) bool { return target == ErrSchemaMismatch
 // stream (no Options.WriteThrough), a base table without a
 // NEW_AND_OLD_IMAGES stream, a missing control table (Options.ControlTable),
 // and a form of an index that exists but is neither declared nor kept (see
-// keep= in [IndexSpec]). Errors talking to DynamoDB are returned as they are.
+// keep= in [IndexSpec]). A failed call to DynamoDB is a [*CallError]
+// ([ErrDynamoDB]), not a mismatch. optFns are applied to every request
+// CheckSchema sends, as the SDK's own per-call options.
 //
 // [Table.Prepare] closes the gaps it can: it creates missing tables and
 // GSIs, waits for a GSI that is not ACTIVE, and enables the stream and TTL.
 // It never deletes, so a form no longer kept stays reported here until it is
 // dropped by hand; and keys or projections that differ, a missing LSI, or a
 // stream or TTL set up otherwise need a decision Prepare does not make.
-func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
-	sv, err := t.survey(ctx, api, nil)
+func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...func(*dynamodb.Options)) error {
+	sv, err := t.survey(ctx, schemaCalls{api}, optFns)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,11 @@
 // The write-up this library grew from had such a feed on a GSI with a
 // constant partition key: one hot partition whose write back-pressure
 // throttled the whole base table. An index table escapes that, at the price
-// of a pipeline: here the base table's stream, read by
-// ddbindex.StreamConsumer, which writes each post's entry and turns deleted
-// posts into tombstones (with a TTL). Reads skip the tombstones and fill
-// every page anyway.
+// of a pipeline: here the base table's stream, read by a stream.Consumer
+// (package github.com/ddbindex/ddbindex/stream), which writes each post's
+// entry and turns deleted posts into tombstones (with a TTL). Reads skip the
+// tombstones and fill every page anyway. (A service that only reads the feed
+// imports the root package alone, without the Streams client.)
 //
 // It runs against DDBINDEX_ENDPOINT (default http://127.0.0.1:8000), a
 // DynamoDB-compatible server with Streams: `make demo` starts one.
@@ -17,6 +18,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -29,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/stream"
 )
 
 // Post is one post. The feed index lists every post of a feed newest first:
@@ -71,7 +74,7 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 		return err
 	}
 	fmt.Fprintf(w, "== creating %s (with a stream) and the index table\n", posts.TableName())
-	if err := posts.CreateTables(ctx, client, ddbindex.CreateOptions{}); err != nil {
+	if err := posts.CreateTables(ctx, client); err != nil {
 		return err
 	}
 	defer func() {
@@ -79,7 +82,7 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
 	}()
-	consumer := ddbindex.NewStreamConsumer(posts, streams, &ddbindex.MemoryCheckpoints{}, ddbindex.ConsumerOptions{})
+	consumer := stream.NewConsumer(posts, streams, &stream.MemoryCheckpoints{})
 
 	// 40 posts, a minute apart; then a moderator deletes most of the
 	// newest ones: the top of the feed becomes a run of tombstones.
@@ -146,6 +149,6 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 
 	// A tampered cursor is a client error (HTTP 400), raised before any request.
 	_, err = posts.Query("newest", "global").Desc().After("zz" + cursor[2:]).Page(ctx)
-	fmt.Fprintf(w, "== a tampered cursor: invalid=%t: %v\n", ddbindex.IsInvalidCursor(err), err)
+	fmt.Fprintf(w, "== a tampered cursor: invalid=%t (%s): %v\n", errors.Is(err, ddbindex.ErrInvalidCursor), ddbindex.Code(err), err)
 	return nil
 }

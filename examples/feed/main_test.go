@@ -27,5 +27,5 @@ func TestRun(t *testing.T) {
 	require.Contains(t, s, "15 tombstones skipped")
 	require.Contains(t, s, "page 4: post-09(09:09) post-08(09:08) post-07(09:07) post-06(09:06) post-05(09:05)")
 	require.Contains(t, s, "posts since 09:30: 2 live (8 tombstones skipped")
-	require.Contains(t, s, "a tampered cursor: invalid=true")
+	require.Contains(t, s, "a tampered cursor: invalid=true (DDBX-300)")
 }

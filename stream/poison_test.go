@@ -1,4 +1,4 @@
-package ddbindex
+package stream
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
@@ -20,14 +21,14 @@ import (
 // by_at in the variable-width form, by_due in the 13-digit one. Both project
 // everything.
 type psEvent struct {
-	_    TableSpec `ddbindex:"ps-events"`
-	_    IndexSpec `ddbindex:"by_at,type=table"`
-	_    IndexSpec `ddbindex:"by_due,type=table"`
-	Feed string    `dynamodbav:"feed" ddbindex:"pk;by_at.pk;by_due.pk"`
-	ID   string    `dynamodbav:"id" ddbindex:"sk"`
-	At   time.Time `dynamodbav:"at" ddbindex:"by_at.sk,format=unixms"`
-	Due  time.Time `dynamodbav:"due" ddbindex:"by_due.sk,format=unixms,width=13"`
-	Body string    `dynamodbav:"body"`
+	_    ddbindex.TableSpec `ddbindex:"ps-events"`
+	_    ddbindex.IndexSpec `ddbindex:"by_at,type=table"`
+	_    ddbindex.IndexSpec `ddbindex:"by_due,type=table"`
+	Feed string             `dynamodbav:"feed" ddbindex:"pk;by_at.pk;by_due.pk"`
+	ID   string             `dynamodbav:"id" ddbindex:"sk"`
+	At   time.Time          `dynamodbav:"at" ddbindex:"by_at.sk,format=unixms"`
+	Due  time.Time          `dynamodbav:"due" ddbindex:"by_due.sk,format=unixms,width=13"`
+	Body string             `dynamodbav:"body"`
 }
 
 // psItem is a base item as a raw attribute map: the poison ones cannot be
@@ -112,21 +113,17 @@ func TestConsumerPoisonRecords(t *testing.T) {
 				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.TableName()), Item: it})
 				require.NoError(t, err, "the base table takes every item")
 			}
-			recs := stRecords(t, tb)
+			recs := records(t, tb)
 			require.Len(t, recs, len(items))
 			seq := func(i int) string { return aws.ToString(recs[i].Dynamodb.SequenceNumber) }
 			shard := func(cp *MemoryCheckpoints) (string, string) {
-				cp.mu.Lock()
-				defer cp.mu.Unlock()
-				require.Len(t, cp.seq, 1)
-				for k, v := range cp.seq {
-					return k, v
-				}
-				return "", ""
+				id, seq := onlyCheckpoint(t, cp)
+				require.NotEmpty(t, id, "one shard checkpointed")
+				return id, seq
 			}
 			ids := func(index string) []string {
 				var out []string
-				for _, e := range wrIndex(t, tb, index, true, "F") {
+				for _, e := range indexItems(t, tb, index, true, "F") {
 					out = append(out, e.ID)
 				}
 				slices.Sort(out)
@@ -136,13 +133,13 @@ func TestConsumerPoisonRecords(t *testing.T) {
 
 			// Default policy, one record at a time.
 			cp := &MemoryCheckpoints{}
-			cons := NewStreamConsumer(tb, sc, cp, ConsumerOptions{Workers: 1, Retry: fsFast})
+			cons := NewConsumer(tb, sc, cp, with(ConsumerOptions{Workers: 1, Retry: fast}))
 			for pass := range 2 {
 				st, err := cons.Poll(ctx)
 				var perr *PoisonRecordError
 				require.ErrorAs(t, err, &perr, "pass %d", pass)
-				require.ErrorIs(t, err, ErrPoisonRecord)
-				require.Equal(t, "DDBX-701", Code(err))
+				require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
+				require.Equal(t, "DDBX-701", ddbindex.Code(err))
 				require.Equal(t, seq(2), perr.SequenceNumber)
 				require.Equal(t, "INSERT", perr.EventName)
 				require.Contains(t, perr.Keys, fmt.Sprintf("id=%q", poisonID))
@@ -167,7 +164,7 @@ func TestConsumerPoisonRecords(t *testing.T) {
 			// records after the poison one may have been applied: into
 			// index tables of its own).
 			pcp := &MemoryCheckpoints{}
-			_, err := NewStreamConsumer(psFreshIndexes(t, tb, c), sc, pcp, ConsumerOptions{Workers: 16, Retry: fsFast}).Poll(ctx)
+			_, err := NewConsumer(psFresh(t, tb), sc, pcp, with(ConsumerOptions{Workers: 16, Retry: fast})).Poll(ctx)
 			var perr *PoisonRecordError
 			require.ErrorAs(t, err, &perr)
 			require.Equal(t, seq(2), perr.SequenceNumber)
@@ -176,13 +173,13 @@ func TestConsumerPoisonRecords(t *testing.T) {
 
 			// Skip and report.
 			var seen []PoisonRecord
-			skip := NewStreamConsumer(tb, sc, cp, ConsumerOptions{Retry: fsFast, OnPoison: func(_ context.Context, r PoisonRecord) error {
+			skip := NewConsumer(tb, sc, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
 				seen = append(seen, r)
 				return nil
-			}})
+			}}))
 			st, err := skip.Poll(ctx)
 			require.NoError(t, err)
-			require.Equal(t, ApplyStats{Changes: 2, Puts: 4, Skipped: 1}, st)
+			require.Equal(t, ddbindex.ApplyStats{Changes: 2, Puts: 4, Skipped: 1}, st)
 			require.Len(t, seen, 1)
 			require.Equal(t, seq(2), seen[0].SequenceNumber)
 			require.Equal(t, seq(2), aws.ToString(seen[0].Record.Dynamodb.SequenceNumber), "the record itself, for a dead-letter store")
@@ -198,22 +195,10 @@ func TestConsumerPoisonRecords(t *testing.T) {
 	}
 }
 
-// psFreshIndexes returns a Table for tb's base table with new, empty index
+// psFresh returns a Table for tb's base table with new, empty index
 // tables.
-func psFreshIndexes(t *testing.T, tb *Table[psEvent], c *dynamodb.Client) *Table[psEvent] {
+func psFresh(t *testing.T, tb *ddbindex.Table[psEvent]) *ddbindex.Table[psEvent] {
 	t.Helper()
-	prefix := ddbtest.Name(t, "parallel")
-	fresh, err := New[psEvent](c, func(o *Options) {
-		o.TableName = func(s string) string {
-			if s == tb.s.table {
-				return tb.TableName()
-			}
-			return prefix + "-" + s
-		}
-	})
-	require.NoError(t, err)
-	for _, in := range fresh.CreateTableInputs(false)[1:] {
-		ddbtest.CreateTable(t, c, in)
-	}
+	fresh, _ := freshIndexes(t, tb, "ps-events", "parallel")
 	return fresh
 }

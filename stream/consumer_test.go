@@ -1,54 +1,37 @@
-package ddbindex
+package stream
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
-// Tests of the stream path (stream.go, sync.go's Apply) against the test
-// server's real stream: the consumer, checkpoints, replay, redelivery,
-// reordering, and Lambda events.
-
-// stTicket has its status in the base sort key (so a status change is a
-// Move: a REMOVE and an INSERT record), an index table by status that
-// projects everything, and a sparse keys-only index table by owner.
-type stTicket struct {
-	_       TableSpec `ddbindex:"st-tickets,pk=PK,sk=SK"`
-	_       IndexSpec `ddbindex:"by_status,type=table"`
-	_       IndexSpec `ddbindex:"by_owner,type=table,project=keys"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk,label=TEAM;by_status.pk;by_owner.pk"`
-	Status  string    `dynamodbav:"status" ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk:1,label=TICKET"`
-	Created time.Time `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Owner   *string   `dynamodbav:"owner,omitempty" ddbindex:"by_owner.sk"`
-	Title   string    `dynamodbav:"title"`
-}
-
-var stNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-
-func stFixedNow(o *Options) { o.Now = func() time.Time { return stNow } }
-
-func stOwner(s string) *string { return &s }
+// Tests of the stream path (the consumer, and Table.Apply under it) against
+// the test server's real stream: the consumer, checkpoints, replay,
+// redelivery, reordering, and Lambda events.
 
 // stWorkload writes a series of puts, moves, updates, deletes and re-inserts
 // and returns how many base changes (stream records) it made.
-func stWorkload(t *testing.T, tb *Table[stTicket], team string) int {
+func stWorkload(t *testing.T, tb *ddbindex.Table[stTicket], team string) int {
 	t.Helper()
 	ctx := t.Context()
 	changes := 0
@@ -99,118 +82,18 @@ func stWorkload(t *testing.T, tb *Table[stTicket], team string) int {
 	return changes
 }
 
-// stCheckIndexes compares both index tables with what the base table says.
-func stCheckIndexes(t *testing.T, tb *Table[stTicket], team string) {
-	t.Helper()
-	base := wrIndex(t, tb, "", false, team)
-	require.NotEmpty(t, base)
-	require.ElementsMatch(t, base, wrIndex(t, tb, "by_status", false, team), "by_status holds every base item, whole")
-	var owned []stTicket
-	for _, it := range base {
-		if it.Owner != nil {
-			owned = append(owned, stTicket{Team: it.Team, Status: it.Status, ID: it.ID, Owner: it.Owner})
-		}
-	}
-	require.ElementsMatch(t, owned, wrIndex(t, tb, "by_owner", false, team), "by_owner holds the owned items' keys")
-	// Index order: by status, then created, then id.
-	got := wrIndex(t, tb, "by_status", false, team)
-	require.True(t, slices.IsSortedFunc(got, func(a, b stTicket) int {
-		if a.Status != b.Status {
-			return compareStrings(a.Status, b.Status)
-		}
-		return a.Created.Compare(b.Created)
-	}), "by_status order")
-}
-
-// stSnapshot is the raw content of every index table of tb.
-func stSnapshot(t *testing.T, tb *Table[stTicket], c *dynamodb.Client) map[string][]map[string]types.AttributeValue {
-	t.Helper()
-	out := map[string][]map[string]types.AttributeValue{}
-	for _, d := range tb.s.indexes {
-		out[d.name] = wrScan(t, c, tb.tableOf(d))
-	}
-	return out
-}
-
-// stRecords reads every record of tb's base-table stream from its start.
-func stRecords[T any](t *testing.T, tb *Table[T]) []streamtypes.Record {
-	t.Helper()
-	ctx := t.Context()
-	sc := ddbtest.StreamsClient(t)
-	ls, err := sc.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(tb.TableName())})
-	require.NoError(t, err)
-	require.NotEmpty(t, ls.Streams)
-	arn := ls.Streams[len(ls.Streams)-1].StreamArn
-	ds, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
-	require.NoError(t, err)
-	var out []streamtypes.Record
-	for _, sh := range ds.StreamDescription.Shards {
-		it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-		require.NoError(t, err)
-		iter := it.ShardIterator
-		for iter != nil {
-			recs, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
-			require.NoError(t, err)
-			if len(recs.Records) == 0 {
-				break
-			}
-			out = append(out, recs.Records...)
-			iter = recs.NextShardIterator
-		}
-	}
-	return out
-}
-
-func stChanges(t *testing.T, recs []streamtypes.Record) []Change {
-	t.Helper()
-	out := make([]Change, len(recs))
-	for i, r := range recs {
-		c, err := ChangeFromStreamRecord(r)
-		require.NoError(t, err)
-		out[i] = c
-	}
-	return out
-}
-
-// stFreshIndexes returns a Table for the same base table as tb whose index
-// tables are new and empty.
-func stFreshIndexes(t testing.TB, tb *Table[stTicket], c *dynamodb.Client, name string) *Table[stTicket] {
-	t.Helper()
-	prefix := ddbtest.Name(t, name)
-	baseName := tb.TableName()
-	fresh, err := New[stTicket](c, stFixedNow, func(o *Options) {
-		o.TableName = func(s string) string {
-			if s == tb.s.table {
-				return baseName
-			}
-			return prefix + "-" + s
-		}
-	})
-	require.NoError(t, err)
-	for _, in := range fresh.CreateTableInputs(false)[1:] {
-		ddbtest.CreateTable(t, c, in)
-	}
-	return fresh
-}
-
-func stRequireStreams(t *testing.T) {
-	t.Helper()
-	ddbtest.Require(t, ddbtest.Streams)
-	ddbtest.Require(t, ddbtest.Transactions) // the workload moves tickets
-}
-
 // TestStreamConsumerPoll keeps the index tables in step from the real
 // stream, with checkpoints, and replays it.
 func TestStreamConsumerPoll(t *testing.T) {
 	t.Parallel()
 	stRequireStreams(t)
 	ctx := t.Context()
-	tb, c := newTestTable[stTicket](t, stFixedNow)
+	tb, _ := newTestTable[stTicket](t, stFixedNow)
 	sc := ddbtest.StreamsClient(t)
 	n := stWorkload(t, tb, "T1")
 
 	cp := &MemoryCheckpoints{}
-	cons := NewStreamConsumer(tb, sc, cp, ConsumerOptions{BatchSize: 4}) // several batches, several checkpoints
+	cons := NewConsumer(tb, sc, cp, with(ConsumerOptions{BatchSize: 4})) // several batches, several checkpoints
 	first, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	t.Logf("first poll: %+v", first)
@@ -219,23 +102,23 @@ func TestStreamConsumerPoll(t *testing.T) {
 	require.Positive(t, first.Puts)
 	require.Positive(t, first.Deletes)
 	stCheckIndexes(t, tb, "T1")
-	snap := stSnapshot(t, tb, c)
+	snap := snapshot(t, tb)
 
 	again, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Zero(t, again, "a second poll applies nothing")
-	again, err = NewStreamConsumer(tb, sc, cp, ConsumerOptions{}).Poll(ctx)
+	again, err = NewConsumer(tb, sc, cp).Poll(ctx)
 	require.NoError(t, err)
 	require.Zero(t, again, "a new consumer with the same checkpoints applies nothing")
 
-	replay, err := NewStreamConsumer(tb, sc, &MemoryCheckpoints{}, ConsumerOptions{}).Poll(ctx)
+	replay, err := NewConsumer(tb, sc, &MemoryCheckpoints{}).Poll(ctx)
 	require.NoError(t, err)
-	require.Equal(t, ApplyStats{Changes: first.Changes, Stale: first.Puts + first.Deletes}, replay,
+	require.Equal(t, ddbindex.ApplyStats{Changes: first.Changes, Stale: first.Puts + first.Deletes}, replay,
 		"a replay from the start skips every write as stale")
-	require.Equal(t, snap, stSnapshot(t, tb, c), "a replay changes nothing")
+	require.Equal(t, snap, snapshot(t, tb), "a replay changes nothing")
 
 	// More changes after the checkpoint: only they are applied.
-	ts := wrIndex(t, tb, "", false, "T1")
+	ts := indexItems(t, tb, "", false, "T1")
 	to := ts[0]
 	to.Status = "waiting"
 	_, err = tb.Move(ctx, ts[0], to)
@@ -258,14 +141,14 @@ func TestStreamConsumerRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	cons := NewStreamConsumer(tb, sc, &MemoryCheckpoints{}, ConsumerOptions{PollInterval: 20 * time.Millisecond})
+	cons := NewConsumer(tb, sc, &MemoryCheckpoints{}, with(ConsumerOptions{PollInterval: 20 * time.Millisecond}))
 	go func() { done <- cons.Run(ctx) }()
 
 	it, err := tb.Put(t.Context(), stTicket{Team: "T1", Status: "open", ID: "1", Created: stNow, Title: "run"})
 	require.NoError(t, err)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		got := wrIndex(t, tb, "by_status", false, "T1")
+		got := indexItems(t, tb, "by_status", false, "T1")
 		if len(got) == 1 {
 			require.Equal(t, it, got[0])
 			break
@@ -282,7 +165,7 @@ func TestStreamConsumerRun(t *testing.T) {
 	}
 
 	// A pass that fails ends Run with that error.
-	bad := NewStreamConsumer(tb, sc, &MemoryCheckpoints{}, ConsumerOptions{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/nope/stream/2026-01-01T00:00:00.000"})
+	bad := NewConsumer(tb, sc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/nope/stream/2026-01-01T00:00:00.000"}))
 	err = bad.Run(t.Context())
 	require.Error(t, err)
 	require.ErrorContains(t, err, "describe stream")
@@ -295,31 +178,31 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	t.Parallel()
 	stRequireStreams(t)
 	ctx := t.Context()
-	tb, c := newTestTable[stTicket](t, stFixedNow)
+	tb, _ := newTestTable[stTicket](t, stFixedNow)
 	n := stWorkload(t, tb, "T1")
-	recs := stRecords(t, tb)
+	recs := records(t, tb)
 	require.Len(t, recs, n)
-	changes := stChanges(t, recs)
+	changes := toChanges(t, recs)
 
-	forward, err := tb.Apply(ctx, changes...)
+	forward, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	writes := forward.Puts + forward.Deletes
-	require.Equal(t, ApplyStats{Changes: n, Puts: forward.Puts, Deletes: forward.Deletes}, forward)
+	require.Equal(t, ddbindex.ApplyStats{Changes: n, Puts: forward.Puts, Deletes: forward.Deletes}, forward)
 	stCheckIndexes(t, tb, "T1")
-	want := stSnapshot(t, tb, c)
-	allStale := ApplyStats{Changes: n, Stale: writes}
+	want := snapshot(t, tb)
+	allStale := ddbindex.ApplyStats{Changes: n, Stale: writes}
 
-	st, err := tb.Apply(ctx, changes...)
+	st, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "applying the batch twice")
-	require.Equal(t, want, stSnapshot(t, tb, c))
+	require.Equal(t, want, snapshot(t, tb))
 
 	reversed := slices.Clone(changes)
 	slices.Reverse(reversed)
-	st, err = tb.Apply(ctx, reversed...)
+	st, err = tb.Apply(ctx, reversed)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "the batch in reverse after it")
-	require.Equal(t, want, stSnapshot(t, tb, c))
+	require.Equal(t, want, snapshot(t, tb))
 
 	// Redeliver random older subsets after the newest record.
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -327,27 +210,27 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		cut := 1 + rng.IntN(n-1)
 		older := slices.Clone(changes[:cut])
 		rng.Shuffle(len(older), func(i, j int) { older[i], older[j] = older[j], older[i] })
-		_, err := tb.Apply(ctx, older...)
+		_, err := tb.Apply(ctx, older)
 		require.NoError(t, err)
-		require.Equal(t, want, stSnapshot(t, tb, c), "redelivering %d older records", cut)
+		require.Equal(t, want, snapshot(t, tb), "redelivering %d older records", cut)
 	}
 
 	// On fresh index tables, any order ends in the same state: each entry
 	// keeps the write of its newest change.
-	for name, order := range map[string][]Change{
+	for name, order := range map[string][]ddbindex.Change{
 		"reverse": reversed,
-		"shuffled": func() []Change {
+		"shuffled": func() []ddbindex.Change {
 			s := slices.Clone(changes)
 			rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
 			return s
 		}(),
 	} {
-		fresh := stFreshIndexes(t, tb, c, name)
-		st, err := fresh.Apply(ctx, order...)
+		fresh := stFresh(t, tb, name)
+		st, err := fresh.Apply(ctx, order)
 		require.NoError(t, err)
 		require.Equal(t, n, st.Changes)
 		require.Equal(t, writes, st.Puts+st.Deletes+st.Stale, "%s: the same writes, some skipped", name)
-		require.Equal(t, want, stSnapshot(t, fresh, c), "%s order", name)
+		require.Equal(t, want, snapshot(t, fresh), "%s order", name)
 	}
 
 	// The same records as a Lambda event, through its JSON form.
@@ -359,12 +242,15 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	require.NoError(t, err)
 	var decoded events.DynamoDBEvent
 	require.NoError(t, json.Unmarshal(js, &decoded))
-	lambda := stFreshIndexes(t, tb, c, "lambda")
-	st, err = lambda.ApplyLambdaEvent(ctx, decoded)
+	lambda := stFresh(t, tb, "lambda")
+	var lambdaOps opCounter
+	st, err = ApplyLambdaEvent(ctx, lambda, decoded, lambdaOps.dynamodb)
 	require.NoError(t, err)
 	require.Equal(t, forward, st, "the Lambda path writes what the stream path wrote")
-	require.Equal(t, want, stSnapshot(t, lambda, c))
-	st, err = lambda.ApplyLambdaEvent(ctx, decoded)
+	require.Equal(t, map[string]int{"PutItem": st.Puts + st.Deletes + st.Stale}, lambdaOps.counts(),
+		"the per-call options reach every write of the event")
+	require.Equal(t, want, snapshot(t, lambda))
+	st, err = ApplyLambdaEvent(ctx, lambda, decoded)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "a redelivered Lambda batch")
 }
@@ -478,15 +364,23 @@ func (f *stFaultyStreams) GetRecords(ctx context.Context, in *dynamodbstreams.Ge
 	return f.StreamsAPI.GetRecords(ctx, in, o...)
 }
 
+// stPlainNote is a model without index tables: its table is created
+// without a stream.
+type stPlainNote struct {
+	_    ddbindex.TableSpec `ddbindex:"st-notes"`
+	Team string             `dynamodbav:"team" ddbindex:"pk"`
+	ID   string             `dynamodbav:"id" ddbindex:"sk"`
+}
+
 // stMismatch reads the same base table with Created declared as an integer:
 // its images do not fit, so applying them fails.
 type stMismatch struct {
-	_       TableSpec `ddbindex:"st-tickets,pk=PK,sk=SK"`
-	_       IndexSpec `ddbindex:"by_status,type=table"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk,label=TEAM;by_status.pk"`
-	Status  string    `dynamodbav:"status" ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk:1,label=TICKET"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	_       ddbindex.TableSpec `ddbindex:"st-tickets,pk=PK,sk=SK"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk,label=TEAM;by_status.pk"`
+	Status  string             `dynamodbav:"status" ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk:1,label=TICKET"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
 }
 
 // TestStreamConsumerErrors: every failure of a pass is returned, and a
@@ -500,36 +394,59 @@ func TestStreamConsumerErrors(t *testing.T) {
 	_, err := tb.Put(ctx, stTicket{Team: "T1", Status: "open", ID: "1", Created: stNow})
 	require.NoError(t, err)
 
-	_, err = NewStreamConsumer(tb, sc, &stFailingCheckpoints{failRead: true}, ConsumerOptions{}).Poll(ctx)
+	_, err = NewConsumer(tb, sc, &stFailingCheckpoints{failRead: true}).Poll(ctx)
 	require.ErrorIs(t, err, errStCheckpoint)
 	require.ErrorContains(t, err, "read checkpoint")
 
 	cp := &stFailingCheckpoints{failWrite: true}
-	st, err := NewStreamConsumer(tb, sc, cp, ConsumerOptions{}).Poll(ctx)
+	st, err := NewConsumer(tb, sc, cp).Poll(ctx)
 	require.ErrorIs(t, err, errStCheckpoint)
 	require.ErrorContains(t, err, "write checkpoint")
 	require.Equal(t, 1, st.Changes, "the batch was applied, then its checkpoint failed")
 
 	for call, msg := range map[string]string{"ListStreams": "list streams", "GetShardIterator": "shard iterator", "GetRecords": "read shard"} {
-		_, err = NewStreamConsumer(tb, &stFaultyStreams{StreamsAPI: sc, fail: call}, &MemoryCheckpoints{}, ConsumerOptions{}).Poll(ctx)
+		_, err = NewConsumer(tb, &stFaultyStreams{StreamsAPI: sc, fail: call}, &MemoryCheckpoints{}).Poll(ctx)
 		require.ErrorIs(t, err, errStInjected, call)
 		require.ErrorContains(t, err, msg)
 	}
 
 	// Images that do not fit the model: a poison record, nothing is
 	// checkpointed.
-	mm, err := New[stMismatch](c, func(o *Options) { o.TableName = func(string) string { return tb.TableName() } })
+	mm, err := ddbindex.New[stMismatch](c, func(o *ddbindex.Options) { o.TableName = func(string) string { return tb.TableName() } })
 	require.NoError(t, err)
 	mcp := &MemoryCheckpoints{}
-	_, err = NewStreamConsumer(mm, sc, mcp, ConsumerOptions{}).Poll(ctx)
-	require.ErrorIs(t, err, ErrPoisonRecord)
+	_, err = NewConsumer(mm, sc, mcp).Poll(ctx)
+	require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
+	require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, "the cause: the image does not fit the model")
+	require.Equal(t, "DDBX-701", ddbindex.Code(err))
 	require.ErrorContains(t, err, "Created")
 	require.Empty(t, mcp.seq, "a failed batch is not checkpointed")
 
 	// A table without a stream.
-	plain, _ := newTestTable[wrSoftNote](t) // no index table: created without a stream
-	_, err = NewStreamConsumer(plain, sc, &MemoryCheckpoints{}, ConsumerOptions{}).Poll(ctx)
+	plain, _ := newTestTable[stPlainNote](t) // no index table: created without a stream
+	_, err = NewConsumer(plain, sc, &MemoryCheckpoints{}).Poll(ctx)
 	require.ErrorContains(t, err, "has no stream")
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+}
+
+// TestConsumerMisuse: a consumer without its parts fails with an error,
+// before any request.
+func TestConsumerMisuse(t *testing.T) {
+	t.Parallel()
+	tb, err := ddbindex.New[stTicket](nil)
+	require.NoError(t, err)
+	var nilConsumer *Consumer[stTicket]
+	for name, c := range map[string]*Consumer[stTicket]{
+		"nil":               nilConsumer,
+		"zero":              {},
+		"no table":          NewConsumer[stTicket](nil, &stShardStreams{}, &MemoryCheckpoints{}),
+		"no Streams client": NewConsumer(tb, nil, &MemoryCheckpoints{}),
+		"no checkpoints":    NewConsumer(tb, &stShardStreams{}, nil),
+	} {
+		_, err := c.Poll(t.Context())
+		require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, name)
+		require.ErrorContains(t, c.Run(t.Context()), "use NewConsumer", name)
+	}
 }
 
 // stShardStreams serves a fixed shard list, in pages: the local servers have
@@ -554,7 +471,7 @@ func (s *stShardStreams) DescribeStream(_ context.Context, in *dynamodbstreams.D
 
 func TestStreamShardOrder(t *testing.T) {
 	t.Parallel()
-	tb, err := New[stTicket](nil)
+	tb, err := ddbindex.New[stTicket](nil)
 	require.NoError(t, err)
 	sh := func(id, parent string) streamtypes.Shard {
 		s := streamtypes.Shard{ShardId: aws.String(id)}
@@ -568,7 +485,7 @@ func TestStreamShardOrder(t *testing.T) {
 		{sh("child-a", "root"), sh("orphan", "trimmed-away")},
 		{sh("root", "")},
 	}}
-	cons := NewStreamConsumer(tb, api, &MemoryCheckpoints{}, ConsumerOptions{StreamARN: "arn"})
+	cons := NewConsumer(tb, api, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn"}))
 	shards, err := cons.shards(t.Context(), "arn")
 	require.NoError(t, err)
 	pos := map[string]int{}
@@ -581,7 +498,7 @@ func TestStreamShardOrder(t *testing.T) {
 	require.Less(t, pos["child-a"], pos["grandchild"])
 
 	cyc := &stShardStreams{pages: [][]streamtypes.Shard{{sh("a", "b"), sh("b", "a")}}}
-	_, err = NewStreamConsumer(tb, cyc, &MemoryCheckpoints{}, ConsumerOptions{StreamARN: "arn"}).shards(t.Context(), "arn")
+	_, err = NewConsumer(tb, cyc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn"})).shards(t.Context(), "arn")
 	require.ErrorContains(t, err, "cycle")
 
 	// Defaults.
@@ -590,5 +507,79 @@ func TestStreamShardOrder(t *testing.T) {
 	require.Equal(t, 3, cons.opts.MaxEmptyReads)
 	require.Equal(t, 16, cons.opts.Workers)
 	require.Equal(t, 100, cons.opts.CheckpointEvery)
-	require.Equal(t, RetryOptions{}.withDefaults(), cons.opts.Retry)
+	require.Equal(t, ddbindex.RetryOptions{MaxAttempts: 10, BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second}, cons.opts.Retry)
+}
+
+func TestMemoryCheckpoints(t *testing.T) {
+	t.Parallel()
+	var m MemoryCheckpoints
+	got, err := m.Checkpoint(t.Context(), "shard-1")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, m.SetCheckpoint(t.Context(), "shard-1", "17"))
+	require.NoError(t, m.SetCheckpoint(t.Context(), "shard-2", "3"))
+	got, _ = m.Checkpoint(t.Context(), "shard-1")
+	require.Equal(t, "17", got)
+	got, _ = m.Checkpoint(t.Context(), "shard-2")
+	require.Equal(t, "3", got)
+}
+
+// opCounter counts, by operation name, the SDK operations of the calls
+// whose per-call options it is in (once per operation, whatever its retries).
+type opCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *opCounter) count(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[awsmiddleware.GetOperationName(ctx)]++
+}
+
+func (c *opCounter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+func (c *opCounter) mw(s *middleware.Stack) error {
+	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("opCounter",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.count(ctx)
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+func (c *opCounter) dynamodb(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.mw) }
+func (c *opCounter) streams(o *dynamodbstreams.Options) {
+	o.APIOptions = append(o.APIOptions, c.mw)
+}
+
+// The consumer applies its ClientOptions to every index write and its
+// StreamsClientOptions to every DynamoDB Streams request.
+func TestConsumerClientOptions(t *testing.T) {
+	t.Parallel()
+	stRequireStreams(t)
+	ctx := t.Context()
+	tb, _ := newTestTable[stTicket](t, stFixedNow)
+	n := stWorkload(t, tb, "T1")
+	var writes, reads opCounter
+	cons := NewConsumer(tb, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, func(o *ConsumerOptions) {
+		o.ClientOptions = append(o.ClientOptions, writes.dynamodb)
+		o.StreamsClientOptions = append(o.StreamsClientOptions, reads.streams)
+	})
+	st, err := cons.Poll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, n, st.Changes)
+	require.Equal(t, map[string]int{"PutItem": st.Puts + st.Deletes + st.Stale}, writes.counts(), "every index write")
+	r := reads.counts()
+	require.Positive(t, r["ListStreams"])
+	require.Positive(t, r["DescribeStream"])
+	require.Positive(t, r["GetShardIterator"])
+	require.Positive(t, r["GetRecords"])
+	require.Len(t, r, 4, "only Streams operations: %v", r)
 }

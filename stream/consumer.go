@@ -1,4 +1,4 @@
-package ddbindex
+package stream
 
 import (
 	"context"
@@ -11,184 +11,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/smithy-go"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
 )
 
-// This file brings stream records to Table.Apply: one small adapter for
-// DynamoDB Streams records (service/dynamodbstreams), one for AWS Lambda
-// stream events, and a consumer that reads a stream's shards with
-// checkpoints.
-
-// ChangeFromStreamRecord converts a DynamoDB Streams record into a Change
-// whose version is the record's sequence number. The stream must carry both
-// images (NEW_AND_OLD_IMAGES).
-func ChangeFromStreamRecord(r streamtypes.Record) (Change, error) {
-	if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil {
-		return Change{}, fmt.Errorf("%w: stream record without a sequence number", ErrInvalidWrite)
-	}
-	sr := r.Dynamodb
-	c := Change{Version: aws.ToString(sr.SequenceNumber)}
-	var err error
-	if c.Old, err = streamImage(sr.OldImage); err != nil {
-		return Change{}, err
-	}
-	if c.New, err = streamImage(sr.NewImage); err != nil {
-		return Change{}, err
-	}
-	return c, checkImages(string(r.EventName), c, string(sr.StreamViewType))
-}
-
-// ChangeFromLambdaRecord converts an AWS Lambda DynamoDB stream event record
-// into a Change whose version is the record's sequence number.
-func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (Change, error) {
-	if r.Change.SequenceNumber == "" {
-		return Change{}, fmt.Errorf("%w: stream record without a sequence number", ErrInvalidWrite)
-	}
-	c := Change{Version: r.Change.SequenceNumber}
-	var err error
-	if c.Old, err = lambdaImage(r.Change.OldImage); err != nil {
-		return Change{}, err
-	}
-	if c.New, err = lambdaImage(r.Change.NewImage); err != nil {
-		return Change{}, err
-	}
-	return c, checkImages(r.EventName, c, r.Change.StreamViewType)
-}
-
-func checkImages(event string, c Change, view string) error {
-	switch {
-	case event == "INSERT" && c.New == nil, event == "MODIFY" && (c.New == nil || c.Old == nil), event == "REMOVE" && c.Old == nil:
-		return fmt.Errorf("%w: %s record %s lacks an image; the stream view type must be NEW_AND_OLD_IMAGES (it is %q)", ErrInvalidWrite, event, c.Version, view)
-	case event != "INSERT" && event != "MODIFY" && event != "REMOVE":
-		return fmt.Errorf("%w: unknown stream event %q", ErrInvalidWrite, event)
-	}
-	return nil
-}
-
-func streamImage(img map[string]streamtypes.AttributeValue) (map[string]types.AttributeValue, error) {
-	if img == nil {
-		return nil, nil
-	}
-	out := make(map[string]types.AttributeValue, len(img))
-	for k, v := range img {
-		av, err := fromStreamAV(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: attribute %s: %w", ErrInvalidWrite, k, err)
-		}
-		out[k] = av
-	}
-	return out, nil
-}
-
-func fromStreamAV(v streamtypes.AttributeValue) (types.AttributeValue, error) {
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return &types.AttributeValueMemberS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberN:
-		return &types.AttributeValueMemberN{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberB:
-		return &types.AttributeValueMemberB{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberBOOL:
-		return &types.AttributeValueMemberBOOL{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberNULL:
-		return &types.AttributeValueMemberNULL{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberSS:
-		return &types.AttributeValueMemberSS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberBS:
-		return &types.AttributeValueMemberBS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			av, err := fromStreamAV(e)
-			if err != nil {
-				return nil, err
-			}
-			l[i] = av
-		}
-		return &types.AttributeValueMemberL{Value: l}, nil
-	case *streamtypes.AttributeValueMemberM:
-		m, err := streamImage(v.Value)
-		if err != nil {
-			return nil, err
-		}
-		return &types.AttributeValueMemberM{Value: m}, nil
-	}
-	return nil, fmt.Errorf("unsupported stream attribute value %T", v)
-}
-
-func lambdaImage(img map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
-	if img == nil {
-		return nil, nil
-	}
-	out := make(map[string]types.AttributeValue, len(img))
-	for k, v := range img {
-		av, err := fromLambdaAV(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: attribute %s: %w", ErrInvalidWrite, k, err)
-		}
-		out[k] = av
-	}
-	return out, nil
-}
-
-func fromLambdaAV(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {
-	switch v.DataType() {
-	case events.DataTypeString:
-		return &types.AttributeValueMemberS{Value: v.String()}, nil
-	case events.DataTypeNumber:
-		return &types.AttributeValueMemberN{Value: v.Number()}, nil
-	case events.DataTypeBinary:
-		return &types.AttributeValueMemberB{Value: v.Binary()}, nil
-	case events.DataTypeBoolean:
-		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}, nil
-	case events.DataTypeNull:
-		return &types.AttributeValueMemberNULL{Value: true}, nil
-	case events.DataTypeStringSet:
-		return &types.AttributeValueMemberSS{Value: v.StringSet()}, nil
-	case events.DataTypeNumberSet:
-		return &types.AttributeValueMemberNS{Value: v.NumberSet()}, nil
-	case events.DataTypeBinarySet:
-		return &types.AttributeValueMemberBS{Value: v.BinarySet()}, nil
-	case events.DataTypeList:
-		l := make([]types.AttributeValue, len(v.List()))
-		for i, e := range v.List() {
-			av, err := fromLambdaAV(e)
-			if err != nil {
-				return nil, err
-			}
-			l[i] = av
-		}
-		return &types.AttributeValueMemberL{Value: l}, nil
-	case events.DataTypeMap:
-		m, err := lambdaImage(v.Map())
-		if err != nil {
-			return nil, err
-		}
-		return &types.AttributeValueMemberM{Value: m}, nil
-	}
-	return nil, fmt.Errorf("unsupported Lambda attribute value type %d", v.DataType())
-}
-
-// ApplyLambdaEvent applies every record of a Lambda DynamoDB stream event, in
-// order: the body of a Lambda handler that keeps index tables in step.
-func (t *Table[T]) ApplyLambdaEvent(ctx context.Context, ev events.DynamoDBEvent) (ApplyStats, error) {
-	changes := make([]Change, 0, len(ev.Records))
-	for _, r := range ev.Records {
-		c, err := ChangeFromLambdaRecord(r)
-		if err != nil {
-			return ApplyStats{}, err
-		}
-		changes = append(changes, c)
-	}
-	return t.Apply(ctx, changes...)
-}
+// This file holds the Consumer, which reads a table's stream shard by shard
+// and applies each record with Table.Apply, and the checkpoint store it
+// keeps its place in.
 
 // StreamsAPI is the part of the DynamoDB Streams client the consumer needs.
 // *dynamodbstreams.Client implements it.
@@ -210,19 +44,20 @@ type Checkpoints interface {
 
 // MemoryCheckpoints keeps checkpoints in memory: for tests and for consumers
 // that may replay a stream from its start on restart (Apply is idempotent).
+// The zero value is ready to use.
 type MemoryCheckpoints struct {
 	mu  sync.Mutex
 	seq map[string]string
 }
 
-// Checkpoint implements Checkpoints.
+// Checkpoint returns the shard's checkpoint from memory.
 func (m *MemoryCheckpoints) Checkpoint(_ context.Context, shardID string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.seq[shardID], nil
 }
 
-// SetCheckpoint implements Checkpoints.
+// SetCheckpoint keeps the shard's checkpoint in memory.
 func (m *MemoryCheckpoints) SetCheckpoint(_ context.Context, shardID, seq string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -233,8 +68,8 @@ func (m *MemoryCheckpoints) SetCheckpoint(_ context.Context, shardID, seq string
 	return nil
 }
 
-// ConsumerOptions configure a [StreamConsumer]. The zero value of each field
-// means its default.
+// ConsumerOptions configure a [Consumer]; pass functions that set them to
+// [NewConsumer]. The zero value of each field means its default.
 type ConsumerOptions struct {
 	// StreamARN is the stream to read. Default: the latest stream of the
 	// Table's base table (ListStreams).
@@ -255,7 +90,7 @@ type ConsumerOptions struct {
 	// (NextShardIterator null), MaxEmptyReads applies as well. Default 3.
 	MaxEmptyReads int
 	// Workers is how many records are applied at once. The records of one
-	// base item (the same key) in a GetRecords page are applied by one
+	// base item (the same Keys) in a GetRecords page are applied by one
 	// worker, in stream order; different items' records in parallel.
 	// Default 16; 1 applies one record at a time, in stream order.
 	Workers int
@@ -264,37 +99,50 @@ type ConsumerOptions struct {
 	// GetRecords page. Default 100.
 	CheckpointEvery int
 	// Retry bounds the consumer's retries of each call to DynamoDB Streams
-	// and of each index-table write that fails with a transient error.
-	Retry RetryOptions
+	// and of each record's index writes (one [ddbindex.Table.Apply], reported
+	// to OnRetry as operation "Apply") that fail with a transient error.
+	Retry ddbindex.RetryOptions
 
 	// OnPoison decides what happens to a poison record: a record whose
-	// change cannot be read, or whose index writes can never be made (an
-	// image that does not fit the model, a key value out of range, an entry
-	// DynamoDB refuses as invalid). Without it, the consumer stops with a
-	// *PoisonRecordError, every record before the poison one applied and
-	// checkpointed; later passes stop at the same record. With it, the
-	// consumer calls it (one call at a time), and when it returns nil skips
-	// the record (counted in ApplyStats.Skipped) and goes on; when it returns
-	// an error the consumer stops with both errors. Store the record
-	// somewhere (a dead-letter queue) so that it can be repaired and
-	// re-applied with [Table.Apply]. Beware: a misdeclared index table makes
-	// every record invalid, and a hook that skips them all leaves the index
-	// table empty; run [Table.CheckSchema] at start-up, or stop after a few
-	// skips.
+	// change cannot be read (a malformed record, [ddbindex.ErrStreamRecord]),
+	// or whose index writes can never be made (an image that does not fit
+	// the model, a key value out of range: [ddbindex.ErrInvalidWrite]; an
+	// entry DynamoDB refuses as invalid: a ValidationException). Without it,
+	// the consumer stops with a *PoisonRecordError, every record before the
+	// poison one applied and checkpointed; later passes stop at the same
+	// record. With it, the consumer calls it (one call at a time), and when
+	// it returns nil skips the record (counted in ApplyStats.Skipped) and
+	// goes on; when it returns an error the consumer stops with both errors.
+	// Store the record somewhere (a dead-letter queue) so that it can be
+	// repaired and re-applied with [ddbindex.Table.Apply]. Beware: a
+	// misdeclared index table makes every record invalid, and a hook that
+	// skips them all leaves the index table empty; run
+	// [ddbindex.Table.CheckSchema] at start-up, or stop after a few skips.
 	OnPoison func(ctx context.Context, r PoisonRecord) error
 	// OnGap decides what happens when the stream no longer holds records
 	// the consumer has not applied (DynamoDB Streams keeps records for 24
-	// hours). Without it, the consumer stops with a *StreamGapError naming
-	// the shard and the range that may be lost; later passes stop the same
-	// way until the shard's checkpoint is cleared. With it, the consumer
-	// calls it, and when it returns nil reads the shard on from its oldest
+	// hours). Without it, the consumer stops with a *GapError naming the
+	// shard and the range that may be lost; later passes stop the same way
+	// until the shard's checkpoint is cleared. With it, the consumer calls
+	// it, and when it returns nil reads the shard on from its oldest
 	// remaining record; when it returns an error the consumer stops with both
 	// errors. It may be called again for the same gap after a restart, until
 	// a record of the shard has been applied after it.
-	OnGap func(ctx context.Context, g StreamGap) error
+	OnGap func(ctx context.Context, g Gap) error
+
+	// ClientOptions are applied to every DynamoDB request the consumer's
+	// index writes send (each record's [ddbindex.Table.Apply]), as the
+	// SDK's own per-call options.
+	ClientOptions []func(*dynamodb.Options)
+	// StreamsClientOptions are applied to every DynamoDB Streams request
+	// the consumer sends (ListStreams, DescribeStream, GetShardIterator,
+	// GetRecords).
+	StreamsClientOptions []func(*dynamodbstreams.Options)
 }
 
 const (
+	defaultBatchSize       = 1000
+	defaultPollInterval    = time.Second
 	defaultMaxEmptyReads   = 3
 	defaultWorkers         = 16
 	defaultCheckpointEvery = 100
@@ -311,12 +159,12 @@ const (
 	finalCheckpointTimeout = 5 * time.Second
 )
 
-// StreamConsumer reads the base table's stream and keeps the index tables in
-// step, checkpointing as it goes. Records of a shard are applied in order per
-// base item (items in parallel, see ConsumerOptions.Workers), parent shards
-// before their children. Transient failures are retried (see RetryOptions);
-// poison records and trimmed records follow ConsumerOptions.OnPoison and
-// OnGap.
+// Consumer reads a base table's stream in one process and keeps the index
+// tables in step, checkpointing as it goes. Records of a shard are applied
+// in order per base item (items in parallel, see ConsumerOptions.Workers),
+// parent shards before their children. Transient failures are retried (see
+// [ddbindex.RetryOptions]); poison records and trimmed records follow
+// ConsumerOptions.OnPoison and OnGap.
 //
 // Between passes it keeps, per shard, where it is reading (a shard iterator,
 // valid for 15 minutes; when DynamoDB refuses it as expired the consumer
@@ -325,11 +173,12 @@ const (
 // (re)opened: at the first pass, after an error, after an expired iterator.
 //
 // Its methods are safe for concurrent use; passes run one at a time.
-type StreamConsumer[T any] struct {
-	t    *Table[T]
-	api  StreamsAPI
-	cp   Checkpoints
-	opts ConsumerOptions
+type Consumer[T any] struct {
+	t     *ddbindex.Table[T]
+	api   streamCalls
+	cp    checkpointCalls
+	opts  ConsumerOptions
+	retry retry.Options
 
 	mu     sync.Mutex // one pass at a time; guards arn and state
 	arn    string
@@ -344,13 +193,21 @@ type shardState struct {
 	drained bool    // closed, and read to its end
 }
 
-// NewStreamConsumer returns a consumer of t's base-table stream.
-func NewStreamConsumer[T any](t *Table[T], api StreamsAPI, cp Checkpoints, opts ConsumerOptions) *StreamConsumer[T] {
+// NewConsumer returns a consumer of t's base-table stream, read through api,
+// with checkpoints in cp. Each optFn sets options (see [ConsumerOptions]),
+// in order.
+func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, optFns ...func(*ConsumerOptions)) *Consumer[T] {
+	var opts ConsumerOptions
+	for _, fn := range optFns {
+		if fn != nil {
+			fn(&opts)
+		}
+	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = 1000
+		opts.BatchSize = defaultBatchSize
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
+		opts.PollInterval = defaultPollInterval
 	}
 	if opts.MaxEmptyReads <= 0 {
 		opts.MaxEmptyReads = defaultMaxEmptyReads
@@ -361,22 +218,25 @@ func NewStreamConsumer[T any](t *Table[T], api StreamsAPI, cp Checkpoints, opts 
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = defaultCheckpointEvery
 	}
-	opts.Retry = opts.Retry.withDefaults()
-	return &StreamConsumer[T]{t: t, api: api, cp: cp, opts: opts, state: map[string]*shardState{}}
+	// ddbindex.RetryOptions and retry.Options have the same fields: the
+	// conversions fail to compile if they ever differ.
+	r := retry.Options(opts.Retry).WithDefaults()
+	opts.Retry = ddbindex.RetryOptions(r)
+	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}}
 }
 
-func (c *StreamConsumer[T]) streamARN(ctx context.Context) (string, error) {
+func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 	if c.opts.StreamARN != "" {
 		return c.opts.StreamARN, nil
 	}
-	out, err := retryCall(ctx, c.opts.Retry, "ListStreams", func() (*dynamodbstreams.ListStreamsOutput, error) {
-		return c.api.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(c.t.TableName())})
+	out, err := retry.Call(ctx, c.retry, "ListStreams", func() (*dynamodbstreams.ListStreamsOutput, error) {
+		return c.api.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(c.t.TableName())}, c.opts.StreamsClientOptions...)
 	})
 	if err != nil {
 		return "", fmt.Errorf("ddbindex: list streams of %s: %w", c.t.TableName(), err)
 	}
 	if len(out.Streams) == 0 {
-		return "", fmt.Errorf("ddbindex: table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream", c.t.TableName())
+		return "", &ddbindex.SchemaError{Problems: []string{fmt.Sprintf("table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream (CreateTables does)", c.t.TableName())}}
 	}
 	return aws.ToString(out.Streams[len(out.Streams)-1].StreamArn), nil
 }
@@ -387,10 +247,13 @@ func (c *StreamConsumer[T]) streamARN(ctx context.Context) (string, error) {
 // records and checkpoints. It returns what it applied. An error leaves every
 // record before the failing one applied and checkpointed; the next pass
 // starts after the checkpoint.
-func (c *StreamConsumer[T]) Poll(ctx context.Context) (ApplyStats, error) {
+func (c *Consumer[T]) Poll(ctx context.Context) (ddbindex.ApplyStats, error) {
+	var total ddbindex.ApplyStats
+	if c == nil || c.t == nil || c.api.c == nil || c.cp.c == nil {
+		return total, fmt.Errorf("%w: stream: a Consumer needs a Table, a StreamsAPI and Checkpoints (use NewConsumer)", ddbindex.ErrInvalidWrite)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var total ApplyStats
 	arn, err := c.streamARN(ctx)
 	if err != nil {
 		return total, err
@@ -429,7 +292,7 @@ func (c *StreamConsumer[T]) Poll(ctx context.Context) (ApplyStats, error) {
 			continue
 		}
 		st, err := c.pollShard(ctx, arn, sh, s)
-		total.add(st)
+		addStats(&total, st)
 		if err != nil {
 			s.iter = nil // the next pass reopens the shard after its checkpoint
 			return total, err
@@ -439,23 +302,24 @@ func (c *StreamConsumer[T]) Poll(ctx context.Context) (ApplyStats, error) {
 }
 
 // Run polls until ctx is done, waiting PollInterval after a pass that found
-// nothing. A pass that fails with a transient error (see [IsTransient]: the
-// service throttled or failed longer than the Retry budget of one call) is
-// reported to Retry.OnRetry as operation "Poll", and Run polls again after a
-// backoff. It returns ctx's error, or the first other error of a pass.
-func (c *StreamConsumer[T]) Run(ctx context.Context) error {
+// nothing. A pass that fails with a transient error (see
+// [ddbindex.IsTransient]: the service throttled or failed longer than the
+// Retry budget of one call) is reported to Retry.OnRetry as operation
+// "Poll", and Run polls again after a backoff. It returns ctx's error, or the
+// first other error of a pass.
+func (c *Consumer[T]) Run(ctx context.Context) error {
 	failures := 0
 	for {
 		st, err := c.Poll(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := c.opts.PollInterval
+		var backoff time.Duration
 		switch {
-		case err != nil && IsTransient(err):
+		case err != nil && retry.IsTransient(err):
 			failures++
-			c.opts.Retry.notify("Poll", failures, err)
-			wait += c.opts.Retry.backoff(failures)
+			c.retry.Notify("Poll", failures, err)
+			backoff = c.retry.Backoff(failures)
 		case err != nil:
 			return err
 		default:
@@ -464,25 +328,25 @@ func (c *StreamConsumer[T]) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, c.opts.PollInterval+backoff); err != nil {
 			return err
 		}
 	}
 }
 
 // shards lists the stream's shards, parents before children.
-func (c *StreamConsumer[T]) shards(ctx context.Context, arn string) ([]streamtypes.Shard, error) {
+func (c *Consumer[T]) shards(ctx context.Context, arn string) ([]streamtypes.Shard, error) {
 	var all []streamtypes.Shard
 	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)}
 	for {
-		out, err := retryCall(ctx, c.opts.Retry, "DescribeStream", func() (*dynamodbstreams.DescribeStreamOutput, error) {
-			return c.api.DescribeStream(ctx, in)
+		out, err := retry.Call(ctx, c.retry, "DescribeStream", func() (*dynamodbstreams.DescribeStreamOutput, error) {
+			return c.api.DescribeStream(ctx, in, c.opts.StreamsClientOptions...)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ddbindex: describe stream %s: %w", arn, err)
 		}
 		if out.StreamDescription == nil {
-			return nil, fmt.Errorf("ddbindex: describe stream %s: no stream description in the answer", arn)
+			return nil, &ddbindex.CallError{Op: "DescribeStream", Err: fmt.Errorf("stream %s: no stream description in the answer", arn)}
 		}
 		all = append(all, out.StreamDescription.Shards...)
 		if out.StreamDescription.LastEvaluatedShardId == nil {
@@ -507,7 +371,7 @@ func (c *StreamConsumer[T]) shards(ctx context.Context, arn string) ([]streamtyp
 			ordered = append(ordered, s)
 		}
 		if !progress {
-			return nil, fmt.Errorf("ddbindex: stream %s has a shard cycle", arn)
+			return nil, &ddbindex.CallError{Op: "DescribeStream", Err: fmt.Errorf("stream %s has a shard cycle", arn)}
 		}
 	}
 	return ordered, nil
@@ -517,8 +381,8 @@ func (c *StreamConsumer[T]) shards(ctx context.Context, arn string) ([]streamtyp
 // until the shard ends (it is then drained), or for an open shard until
 // MaxEmptyReads empty pages in a row (s keeps the iterator for the next
 // pass).
-func (c *StreamConsumer[T]) pollShard(ctx context.Context, arn string, sh streamtypes.Shard, s *shardState) (ApplyStats, error) {
-	var st ApplyStats
+func (c *Consumer[T]) pollShard(ctx context.Context, arn string, sh streamtypes.Shard, s *shardState) (ddbindex.ApplyStats, error) {
+	var st ddbindex.ApplyStats
 	id := aws.ToString(sh.ShardId)
 	var end string // a closed shard's last sequence number
 	if r := sh.SequenceNumberRange; r != nil {
@@ -548,8 +412,8 @@ func (c *StreamConsumer[T]) pollShard(ctx context.Context, arn string, sh stream
 			}
 			s.iter, s.last = it, at
 		}
-		out, err := retryCall(ctx, c.opts.Retry, "GetRecords", func() (*dynamodbstreams.GetRecordsOutput, error) {
-			return c.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: s.iter, Limit: aws.Int32(c.opts.BatchSize)})
+		out, err := retry.Call(ctx, c.retry, "GetRecords", func() (*dynamodbstreams.GetRecordsOutput, error) {
+			return c.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: s.iter, Limit: aws.Int32(c.opts.BatchSize)}, c.opts.StreamsClientOptions...)
 		})
 		var expiredErr *streamtypes.ExpiredIteratorException
 		var trimmed *streamtypes.TrimmedDataAccessException
@@ -583,7 +447,7 @@ func (c *StreamConsumer[T]) pollShard(ctx context.Context, arn string, sh stream
 		if len(out.Records) > 0 {
 			empty = 0
 			got, err := c.applyPage(ctx, arn, id, out.Records)
-			st.add(got)
+			addStats(&st, got)
 			if err != nil {
 				return st, err
 			}
@@ -606,7 +470,7 @@ func (c *StreamConsumer[T]) pollShard(ctx context.Context, arn string, sh stream
 // open returns an iterator for the shard after its checkpoint (from its
 // oldest record without one), nil when the shard has nothing more to read,
 // and the sequence number it starts after ("" when not known).
-func (c *StreamConsumer[T]) open(ctx context.Context, arn, shard string) (*string, string, error) {
+func (c *Consumer[T]) open(ctx context.Context, arn, shard string) (*string, string, error) {
 	seq, err := c.cp.Checkpoint(ctx, shard)
 	if err != nil {
 		return nil, "", fmt.Errorf("ddbindex: read checkpoint of %s: %w", shard, err)
@@ -634,9 +498,9 @@ func compareSeq(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-func (c *StreamConsumer[T]) iterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput) (*string, error) {
-	out, err := retryCall(ctx, c.opts.Retry, "GetShardIterator", func() (*dynamodbstreams.GetShardIteratorOutput, error) {
-		return c.api.GetShardIterator(ctx, in)
+func (c *Consumer[T]) iterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput) (*string, error) {
+	out, err := retry.Call(ctx, c.retry, "GetShardIterator", func() (*dynamodbstreams.GetShardIteratorOutput, error) {
+		return c.api.GetShardIterator(ctx, in, c.opts.StreamsClientOptions...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ddbindex: shard iterator of %s: %w", aws.ToString(in.ShardId), err)
@@ -645,11 +509,11 @@ func (c *StreamConsumer[T]) iterator(ctx context.Context, in *dynamodbstreams.Ge
 }
 
 // gap handles records trimmed before they were applied: it returns the
-// *StreamGapError, or, when OnGap accepts the gap, an iterator at the
-// shard's oldest remaining record.
-func (c *StreamConsumer[T]) gap(ctx context.Context, arn, shard, after string, cause error) (*string, error) {
-	g := StreamGap{StreamARN: arn, ShardID: shard, AfterSequence: after}
-	gerr := &StreamGapError{StreamGap: g, Err: cause}
+// *GapError, or, when OnGap accepts the gap, an iterator at the shard's
+// oldest remaining record.
+func (c *Consumer[T]) gap(ctx context.Context, arn, shard, after string, cause error) (*string, error) {
+	g := Gap{StreamARN: arn, ShardID: shard, AfterSequence: after}
+	gerr := &GapError{Gap: g, Err: sdkError(cause)}
 	if c.opts.OnGap == nil {
 		return nil, gerr
 	}
@@ -662,7 +526,7 @@ func (c *StreamConsumer[T]) gap(ctx context.Context, arn, shard, after string, c
 // recordResult is what a worker did with record i of a page.
 type recordResult struct {
 	i       int
-	st      ApplyStats
+	st      ddbindex.ApplyStats
 	err     error
 	stopped bool // not tried: an earlier record failed
 }
@@ -675,8 +539,8 @@ type recordResult struct {
 // the end. When a record fails, the records before it are still applied,
 // records after it are no longer started, and the page returns the failure
 // of the first record that failed, checkpointed up to the record before it.
-func (c *StreamConsumer[T]) applyPage(ctx context.Context, arn, shard string, recs []streamtypes.Record) (ApplyStats, error) {
-	var st ApplyStats
+func (c *Consumer[T]) applyPage(ctx context.Context, arn, shard string, recs []streamtypes.Record) (ddbindex.ApplyStats, error) {
+	var st ddbindex.ApplyStats
 	n := len(recs)
 	// stop is the index of the first record known to have failed (n: none,
 	// -1: stop everything). A worker lowers it before it reports the
@@ -700,7 +564,7 @@ func (c *StreamConsumer[T]) applyPage(ctx context.Context, arn, shard string, re
 			items[i] = []int{i}
 		}
 	} else {
-		items = c.groupByItem(recs)
+		items = groupByItem(recs)
 	}
 	jobs := make(chan []int, len(items))
 	for _, item := range items {
@@ -733,7 +597,7 @@ func (c *StreamConsumer[T]) applyPage(ctx context.Context, arn, shard string, re
 	var cpErr error
 	for range n {
 		r := <-results
-		st.add(r.st)
+		addStats(&st, r.st)
 		switch {
 		case r.stopped:
 			continue
@@ -778,11 +642,11 @@ func (c *StreamConsumer[T]) applyPage(ctx context.Context, arn, shard string, re
 
 // checkpoint records that recs (the records after the last checkpoint) are
 // applied: the checkpoint becomes the last one's sequence number.
-func (c *StreamConsumer[T]) checkpoint(ctx context.Context, shard string, recs []streamtypes.Record) error {
+func (c *Consumer[T]) checkpoint(ctx context.Context, shard string, recs []streamtypes.Record) error {
 	for i := len(recs) - 1; i >= 0; i-- {
 		// A record without a sequence number is poison, and was skipped:
 		// the checkpoint is the last one before it that has one.
-		if d := recs[i].Dynamodb; d != nil && d.SequenceNumber != nil {
+		if d := recs[i].Dynamodb; d != nil && aws.ToString(d.SequenceNumber) != "" {
 			if err := c.cp.SetCheckpoint(ctx, shard, *d.SequenceNumber); err != nil {
 				return fmt.Errorf("ddbindex: write checkpoint of %s: %w", shard, err)
 			}
@@ -792,20 +656,30 @@ func (c *StreamConsumer[T]) checkpoint(ctx context.Context, shard string, recs [
 	return nil
 }
 
-// groupByItem returns the indexes of recs grouped by base item (records
-// without a key each alone), each group in stream order, the groups in the
-// order of their first record.
-func (c *StreamConsumer[T]) groupByItem(recs []streamtypes.Record) [][]int {
+// groupByItem returns the indexes of recs grouped by base item (by the
+// records' Keys, which DynamoDB Streams records always carry), each group in
+// stream order, the groups in the order of their first record. Records
+// without Keys form one group of their own, so they keep their order among
+// themselves.
+func groupByItem(recs []streamtypes.Record) [][]int {
 	groups := make([][]int, 0, len(recs))
 	byKey := make(map[string]int, len(recs))
+	keyless := -1
 	var b []byte
 	for i, r := range recs {
-		key := c.recordKey(r)
-		if len(key) == 0 {
-			groups = append(groups, []int{i})
+		var keys map[string]streamtypes.AttributeValue
+		if r.Dynamodb != nil {
+			keys = r.Dynamodb.Keys
+		}
+		if len(keys) == 0 {
+			if keyless < 0 {
+				keyless = len(groups)
+				groups = append(groups, nil)
+			}
+			groups[keyless] = append(groups[keyless], i)
 			continue
 		}
-		b = appendItemKey(b[:0], key)
+		b = appendItemKey(b[:0], keys)
 		if g, ok := byKey[string(b)]; ok {
 			groups[g] = append(groups[g], i)
 			continue
@@ -835,7 +709,7 @@ func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 		case *streamtypes.AttributeValueMemberB:
 			typ, v = 'B', av.Value
 		default:
-			typ, v = '?', []byte(fmt.Sprintf("%T", av))
+			typ, v = '?', fmt.Appendf(nil, "%T", av)
 		}
 		b = strconv.AppendInt(b, int64(len(k)), 10)
 		b = append(b, ':')
@@ -848,81 +722,44 @@ func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 	return b
 }
 
-// recordKey returns a record's base key: its Keys, or else the base key
-// attributes of its images.
-func (c *StreamConsumer[T]) recordKey(r streamtypes.Record) map[string]streamtypes.AttributeValue {
-	d := r.Dynamodb
-	if d == nil {
-		return nil
-	}
-	if len(d.Keys) > 0 {
-		return d.Keys
-	}
-	img := d.NewImage
-	if img == nil {
-		img = d.OldImage
-	}
-	key := map[string]streamtypes.AttributeValue{}
-	for _, k := range []*keyAttr{c.t.s.base.pk, c.t.s.base.sk} {
-		if k == nil {
-			continue
-		}
-		if v, has := img[k.attr]; has {
-			key[k.attr] = v
-		}
-	}
-	return key
-}
-
-// applyRecord applies one record's index writes, retrying transient
-// failures; a record that can never be applied goes to the poison policy.
-func (c *StreamConsumer[T]) applyRecord(ctx context.Context, arn, shard string, r streamtypes.Record) (ApplyStats, error) {
-	var st ApplyStats
-	ch, err := ChangeFromStreamRecord(r)
+// applyRecord applies one record's index writes with Table.Apply, retrying
+// transient failures (Apply is idempotent: a retry counts the writes its
+// failed attempts made as Stale); a record that can never be applied goes to
+// the poison policy.
+func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r streamtypes.Record) (ddbindex.ApplyStats, error) {
+	ch, err := ChangeFromRecord(r)
 	if err != nil {
+		return c.poison(ctx, arn, shard, r, err, ddbindex.ApplyStats{})
+	}
+	var st ddbindex.ApplyStats // the last attempt's
+	_, err = retry.Call(ctx, c.retry, "Apply", func() (struct{}, error) {
+		var err error
+		st, err = c.t.Apply(ctx, []ddbindex.Change{ch}, c.opts.ClientOptions...)
+		return struct{}{}, err
+	})
+	if err == nil {
+		return st, nil
+	}
+	st.Changes = 0 // not applied; the writes it made count
+	if isPoison(err) {
 		return c.poison(ctx, arn, shard, r, err, st)
 	}
-	writes, err := c.t.IndexWrites(ch)
-	if err != nil {
-		return c.poison(ctx, arn, shard, r, err, st)
-	}
-	for _, w := range writes {
-		stale, err := retryCall(ctx, c.opts.Retry, "PutItem", func() (bool, error) { return c.t.putEntry(ctx, w, ch.Version) })
-		switch {
-		case isValidation(err):
-			return c.poison(ctx, arn, shard, r, err, st)
-		case err != nil:
-			return st, fmt.Errorf("ddbindex: apply stream record %s of shard %s: %w", ch.Version, shard, err)
-		case stale:
-			st.Stale++
-		case w.Tombstone:
-			st.Deletes++
-		default:
-			st.Puts++
-		}
-	}
-	st.Changes++
-	return st, nil
+	return st, fmt.Errorf("ddbindex: apply stream record %s of shard %s: %w", ch.Version, shard, err)
 }
 
-// isValidation reports whether DynamoDB refused a request as invalid: an
-// item over 400 KB, a key value over its size limit, and the like. Retrying
-// the same request cannot succeed.
-func isValidation(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
+// isPoison reports whether applying a record failed in a way no retry can
+// overcome: the record is malformed, its change cannot be written (it does
+// not fit the model), or DynamoDB refuses a write as invalid.
+func isPoison(err error) bool {
+	return errors.Is(err, ddbindex.ErrStreamRecord) || errors.Is(err, ddbindex.ErrInvalidWrite) || retry.IsValidation(err)
 }
 
 // poison applies the poison-record policy to r, which failed with cause.
-func (c *StreamConsumer[T]) poison(ctx context.Context, arn, shard string, r streamtypes.Record, cause error, st ApplyStats) (ApplyStats, error) {
+func (c *Consumer[T]) poison(ctx context.Context, arn, shard string, r streamtypes.Record, cause error, st ddbindex.ApplyStats) (ddbindex.ApplyStats, error) {
 	p := PoisonRecord{StreamARN: arn, ShardID: shard, EventName: string(r.EventName), Record: r, Err: cause}
 	if d := r.Dynamodb; d != nil {
 		p.SequenceNumber = aws.ToString(d.SequenceNumber)
-	}
-	if key := c.recordKey(r); len(key) > 0 {
-		if k, err := streamImage(key); err == nil {
-			p.Keys = keyString(k)
-		}
+		p.Keys = keyString(d.Keys)
 	}
 	perr := &PoisonRecordError{PoisonRecord: p}
 	if c.opts.OnPoison == nil {
@@ -938,82 +775,11 @@ func (c *StreamConsumer[T]) poison(ctx context.Context, arn, shard string, r str
 	return st, nil
 }
 
-// PoisonRecord is a stream record whose index writes can never be made,
-// however often they are retried: its images do not fit the model (a value
-// of the wrong type, a time finer than its key format holds, a number too
-// wide for its field), a key value is over DynamoDB's size limit, DynamoDB
-// refuses the entry as invalid (an item over 400 KB), or the record itself is
-// malformed.
-type PoisonRecord struct {
-	StreamARN      string
-	ShardID        string
-	SequenceNumber string
-	EventName      string             // INSERT, MODIFY or REMOVE
-	Keys           string             // the base item's key, such as {PK="TEAM#T1", SK="TICKET#7"}
-	Record         streamtypes.Record // the record itself, to store for repair
-	Err            error              // why it cannot be applied
+// addStats adds o to s.
+func addStats(s *ddbindex.ApplyStats, o ddbindex.ApplyStats) {
+	s.Changes += o.Changes
+	s.Puts += o.Puts
+	s.Deletes += o.Deletes
+	s.Stale += o.Stale
+	s.Skipped += o.Skipped
 }
-
-// maxKeysInMessage bounds the key an error message shows (keys may have
-// 3 KB).
-const maxKeysInMessage = 200
-
-// PoisonRecordError is a consumer stopped at a poison record. It matches
-// [ErrPoisonRecord], and unwraps to the cause (PoisonRecord.Err). Every record
-// of the shard before it is applied and checkpointed.
-type PoisonRecordError struct {
-	PoisonRecord
-}
-
-// Error implements the error interface.
-func (e *PoisonRecordError) Error() string {
-	keys := e.Keys
-	switch {
-	case keys == "":
-		keys = "an item without a readable key"
-	case len(keys) > maxKeysInMessage:
-		keys = strings.ToValidUTF8(keys[:maxKeysInMessage], "") + "…"
-	}
-	return fmt.Sprintf("ddbindex: stream record %s (%s of %s) in shard %s cannot be applied: %v; the records before it are applied and checkpointed: fix the cause and restart, or set ConsumerOptions.OnPoison to skip and report such records [%s]",
-		e.SequenceNumber, e.EventName, keys, e.ShardID, e.Err, ErrPoisonRecord.code)
-}
-
-// Is makes PoisonRecordError match ErrPoisonRecord.
-func (e *PoisonRecordError) Is(target error) bool { return target == ErrPoisonRecord }
-
-// Unwrap returns the cause.
-func (e *PoisonRecordError) Unwrap() error { return e.Err }
-
-// StreamGap is a range of a shard's records that the stream trimmed (after
-// 24 hours) before the consumer applied them: the records after
-// AfterSequence, up to the oldest record the shard still holds.
-type StreamGap struct {
-	StreamARN string
-	ShardID   string
-	// AfterSequence is the shard's checkpoint: every record up to it was
-	// applied. "" when none of the shard's records was.
-	AfterSequence string
-}
-
-// StreamGapError is a consumer stopped at a [StreamGap]. It matches
-// [ErrStreamGap], and unwraps to DynamoDB's TrimmedDataAccessException.
-type StreamGapError struct {
-	StreamGap
-	Err error
-}
-
-// Error implements the error interface.
-func (e *StreamGapError) Error() string {
-	after := "from the shard's start"
-	if e.AfterSequence != "" {
-		after = "after sequence number " + e.AfterSequence
-	}
-	return fmt.Sprintf("ddbindex: shard %s of stream %s no longer holds records the consumer had not applied: the records %s, up to the oldest one the shard still holds, were trimmed, so index tables may miss their changes. Repair the index tables (rebuild them with Backfill while the consumer runs; Compare shows differences), then clear the shard's checkpoint or set ConsumerOptions.OnGap to read on from the oldest record [%s]: %v",
-		e.ShardID, e.StreamARN, after, ErrStreamGap.code, e.Err)
-}
-
-// Is makes StreamGapError match ErrStreamGap.
-func (e *StreamGapError) Is(target error) bool { return target == ErrStreamGap }
-
-// Unwrap returns the cause.
-func (e *StreamGapError) Unwrap() error { return e.Err }

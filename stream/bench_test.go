@@ -1,4 +1,4 @@
-package ddbindex
+package stream
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
@@ -48,10 +49,10 @@ func BenchmarkStreamConsumer(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/workers=%d", name, workers), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					fresh := stFreshIndexes(b, tb, c, fmt.Sprintf("%s-%d-%d", name, workers, i))
-					target, err := New[stTicket](db, stFixedNow, func(o *Options) { o.TableName = fresh.opts.TableName })
+					_, names := freshIndexes(b, tb, stBase, fmt.Sprintf("%s-%d-%d", name, workers, i), stFixedNow)
+					target, err := ddbindex.New[stTicket](db, stFixedNow, func(o *ddbindex.Options) { o.TableName = names })
 					require.NoError(b, err)
-					cons := NewStreamConsumer(target, streams, &MemoryCheckpoints{}, ConsumerOptions{Workers: workers})
+					cons := NewConsumer(target, streams, &MemoryCheckpoints{}, func(o *ConsumerOptions) { o.Workers = workers })
 					b.StartTimer()
 					st, err := cons.Poll(b.Context())
 					require.NoError(b, err)

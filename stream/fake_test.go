@@ -1,4 +1,4 @@
-package ddbindex
+package stream
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex"
 )
 
 // fsStream is a fake DynamoDB Streams service: one stream of synthetic
@@ -63,7 +63,7 @@ import (
 // pages before that position were served; the same token read twice gives
 // the same page, as a real iterator does until it expires.
 type fsStream struct {
-	tb  *Table[stTicket]
+	tb  *ddbindex.Table[stTicket]
 	arn string
 
 	mu            sync.Mutex
@@ -93,7 +93,7 @@ type fsIter struct {
 	emptied int // empty pages already served at pos
 }
 
-func newFSStream(tb *Table[stTicket]) *fsStream {
+func newFSStream(tb *ddbindex.Table[stTicket]) *fsStream {
 	return &fsStream{tb: tb, arn: "arn:aws:dynamodb:us-east-1:000000000000:table/" + tb.TableName() + "/stream/2026-12-02T00:00:00.000",
 		seq: 1000, fail: map[string][]error{}, openCalls: map[string][]*dynamodbstreams.GetShardIteratorInput{}, readCalls: map[string]int{}}
 }
@@ -228,12 +228,12 @@ func (fs *fsStream) seqs(shard string) []string {
 }
 
 // changes returns the Changes of a shard's records from..to (exclusive).
-func (fs *fsStream) changes(t *testing.T, shard string, from, to int) []Change {
+func (fs *fsStream) changes(t *testing.T, shard string, from, to int) []ddbindex.Change {
 	t.Helper()
 	fs.mu.Lock()
 	recs := fs.find(shard).recs[from:to]
 	fs.mu.Unlock()
-	return stChanges(t, recs)
+	return toChanges(t, recs)
 }
 
 func (fs *fsStream) issue(s *fsShard, pos, emptied int) *string {
@@ -351,7 +351,7 @@ func (fs *fsStream) GetRecords(_ context.Context, in *dynamodbstreams.GetRecords
 	return &dynamodbstreams.GetRecordsOutput{Records: append([]streamtypes.Record(nil), s.recs[it.pos:end]...), NextShardIterator: fs.issue(s, end, 0)}, nil
 }
 
-func fsMarshal(t *testing.T, tb *Table[stTicket], it stTicket) map[string]types.AttributeValue {
+func fsMarshal(t *testing.T, tb *ddbindex.Table[stTicket], it stTicket) map[string]types.AttributeValue {
 	t.Helper()
 	av, err := tb.Marshal(it)
 	require.NoError(t, err)
@@ -404,7 +404,7 @@ func fsTicket(i int) stTicket {
 // fsSetup returns a Table whose index tables exist on the test server (the
 // base table is never written: the fake stream holds the changes), and a
 // fake stream of it.
-func fsSetup(t *testing.T) (*Table[stTicket], *fsStream) {
+func fsSetup(t *testing.T) (*ddbindex.Table[stTicket], *fsStream) {
 	t.Helper()
 	tb, _ := newTestTable[stTicket](t, stFixedNow)
 	return tb, newFSStream(tb)
@@ -413,26 +413,13 @@ func fsSetup(t *testing.T) (*Table[stTicket], *fsStream) {
 // fsWant builds, on fresh index tables, what applying changes in order
 // writes, and returns their content: the ground truth a consumer's index
 // tables must equal.
-func fsWant(t *testing.T, tb *Table[stTicket], changes ...Change) map[string][]map[string]types.AttributeValue {
+func fsWant(t *testing.T, tb *ddbindex.Table[stTicket], changes ...ddbindex.Change) [][]map[string]types.AttributeValue {
 	t.Helper()
-	c := ddbtest.Client(t)
-	ref := stFreshIndexes(t, tb, c, "want")
-	_, err := ref.Apply(t.Context(), changes...)
+	ref := stFresh(t, tb, "want")
+	_, err := ref.Apply(t.Context(), changes)
 	require.NoError(t, err)
-	return stSnapshot(t, ref, c)
+	return snapshot(t, ref)
 }
-
-// fsCheckpoint returns the checkpoint of a shard.
-func fsCheckpoint(t *testing.T, cp Checkpoints, shard string) string {
-	t.Helper()
-	seq, err := cp.Checkpoint(t.Context(), shard)
-	require.NoError(t, err)
-	return seq
-}
-
-// fsFast is a consumer's retry budget in tests against fakes: a few
-// attempts, short delays.
-var fsFast = RetryOptions{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 
 // TestConsumerEmptyPagesDoNotStall: empty pages before records on an open
 // shard, as AWS documents them, delay the records by a pass or two; they
@@ -457,7 +444,7 @@ func TestConsumerEmptyPagesDoNotStall(t *testing.T) {
 	}
 
 	cp := &MemoryCheckpoints{}
-	cons := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast})
+	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast}))
 	require.Equal(t, 3, cons.opts.MaxEmptyReads, "the default")
 	var applied []int
 	for range 3 {
@@ -470,9 +457,9 @@ func TestConsumerEmptyPagesDoNotStall(t *testing.T) {
 	require.Equal(t, []int{0, 3, 3}, applied)
 	require.Len(t, fs.opens("s1"), 1, "the shard was opened once: each pass read on with the iterator the last one left")
 	seqs := fs.seqs("s1")
-	require.Equal(t, seqs[5], fsCheckpoint(t, cp, "s1"))
+	require.Equal(t, seqs[5], checkpointOf(t, cp, "s1"))
 	want := fsWant(t, tb, fs.changes(t, "s1", 0, 6)...)
-	require.Equal(t, want, stSnapshot(t, tb, ddbtest.Client(t)))
+	require.Equal(t, want, snapshot(t, tb))
 
 	// Later records, again behind empty pages: a later pass picks them up.
 	moved := items[1]
@@ -482,10 +469,10 @@ func TestConsumerEmptyPagesDoNotStall(t *testing.T) {
 	fs.add(t, "s1", &items[2], nil)
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
-	require.Equal(t, ApplyStats{Changes: 2, Puts: 1, Deletes: 2}, st, "a title change; a delete from both index tables")
+	require.Equal(t, ddbindex.ApplyStats{Changes: 2, Puts: 1, Deletes: 2}, st, "a title change; a delete from both index tables")
 	require.Len(t, fs.opens("s1"), 1)
-	require.Equal(t, fs.seqs("s1")[7], fsCheckpoint(t, cp, "s1"))
-	require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 0, 8)...), stSnapshot(t, tb, ddbtest.Client(t)))
+	require.Equal(t, fs.seqs("s1")[7], checkpointOf(t, cp, "s1"))
+	require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 0, 8)...), snapshot(t, tb))
 }
 
 // TestConsumerClosedShards: a closed shard is read through its empty pages
@@ -516,7 +503,7 @@ func TestConsumerClosedShards(t *testing.T) {
 	fs.add(t, "orphan", nil, &o)
 
 	cp := &MemoryCheckpoints{}
-	cons := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast})
+	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 6, st.Changes)
@@ -525,8 +512,8 @@ func TestConsumerClosedShards(t *testing.T) {
 	parentReads := fs.reads("parent")
 	require.Equal(t, 1+7+1+2+1, parentReads, "records, 7 empty pages, the last record, 2 empty pages, the null end")
 	want := fsWant(t, tb, append(append(fs.changes(t, "parent", 0, 3), fs.changes(t, "child", 0, 2)...), fs.changes(t, "orphan", 0, 1)...)...)
-	require.Equal(t, want, stSnapshot(t, tb, ddbtest.Client(t)))
-	require.ElementsMatch(t, []stTicket{a3, o}, wrIndex(t, tb, "by_status", false, "T1"))
+	require.Equal(t, want, snapshot(t, tb))
+	require.ElementsMatch(t, []stTicket{a3, o}, indexItems(t, tb, "by_status", false, "T1"))
 
 	for range 3 {
 		st, err := cons.Poll(ctx)
@@ -539,7 +526,7 @@ func TestConsumerClosedShards(t *testing.T) {
 
 	// A new consumer with the same checkpoints opens the closed shard once,
 	// after its checkpoint, finds its end, and applies nothing again.
-	again := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast})
+	again := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast}))
 	for range 2 {
 		st, err = again.Poll(ctx)
 		require.NoError(t, err)
@@ -570,7 +557,7 @@ func TestConsumerClosedShardLongEnd(t *testing.T) {
 	a2.Title = "child"
 	fs.add(t, "child", &a, &a2)
 
-	cons := NewStreamConsumer(tb, fs, &MemoryCheckpoints{}, ConsumerOptions{Retry: fsFast})
+	cons := NewConsumer(tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes, "the parent's record; 3 of its 5 empty pages end the pass")
@@ -579,7 +566,7 @@ func TestConsumerClosedShardLongEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes, "the parent's last 2 empty pages, its end, then the child")
 	require.Len(t, fs.opens("parent"), 1)
-	require.Equal(t, []stTicket{a2}, wrIndex(t, tb, "by_status", false, "T1"))
+	require.Equal(t, []stTicket{a2}, indexItems(t, tb, "by_status", false, "T1"))
 }
 
 // TestConsumerChildWaitsForParent: while a parent shard is not drained (here
@@ -600,23 +587,27 @@ func TestConsumerChildWaitsForParent(t *testing.T) {
 	fs.add(t, "child", &a, &a2)
 
 	cp := &MemoryCheckpoints{}
-	_, err := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast}).Poll(ctx)
+	_, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(ctx)
 	var perr *PoisonRecordError
 	require.ErrorAs(t, err, &perr)
 	require.Equal(t, bad, perr.SequenceNumber)
+	require.ErrorIs(t, err, ddbindex.ErrStreamRecord, "the cause: a malformed record")
+	require.NotErrorIs(t, err, ddbindex.ErrInvalidWrite)
+	require.Equal(t, "DDBX-701", ddbindex.Code(err), "the poison record's code comes first")
+	require.Equal(t, "DDBX-702", ddbindex.Code(perr.Err))
 	require.Empty(t, fs.opens("child"), "the child was not read while its parent was not drained")
 
 	var skipped []PoisonRecord
-	cons := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast, OnPoison: func(_ context.Context, r PoisonRecord) error {
+	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
 		skipped = append(skipped, r)
 		return nil
-	}})
+	}}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes, "the child's record")
 	require.Equal(t, 1, st.Skipped)
 	require.Len(t, skipped, 1)
-	require.Equal(t, []stTicket{a2}, wrIndex(t, tb, "by_status", false, "T1"))
+	require.Equal(t, []stTicket{a2}, indexItems(t, tb, "by_status", false, "T1"))
 }
 
 // TestConsumerExpiredIterator: an iterator that expired mid-shard, or between
@@ -635,7 +626,7 @@ func TestConsumerExpiredIterator(t *testing.T) {
 	fs.expireOnCall = 3 // the third read finds every iterator expired
 	fs.mu.Unlock()
 	cp := &MemoryCheckpoints{}
-	cons := NewStreamConsumer(tb, fs, cp, ConsumerOptions{BatchSize: 3, Retry: fsFast})
+	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{BatchSize: 3, Retry: fast}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 10, st.Changes)
@@ -646,7 +637,7 @@ func TestConsumerExpiredIterator(t *testing.T) {
 	require.Equal(t, streamtypes.ShardIteratorTypeTrimHorizon, opens[0].ShardIteratorType)
 	require.Equal(t, streamtypes.ShardIteratorTypeAfterSequenceNumber, opens[1].ShardIteratorType)
 	require.Equal(t, seqs[5], aws.ToString(opens[1].SequenceNumber), "reopened after the last checkpointed record: two pages of 3")
-	require.Equal(t, seqs[9], fsCheckpoint(t, cp, "s1"))
+	require.Equal(t, seqs[9], checkpointOf(t, cp, "s1"))
 
 	// Between passes: the iterator the last pass kept has expired.
 	fs.expireAll()
@@ -659,7 +650,7 @@ func TestConsumerExpiredIterator(t *testing.T) {
 	opens = fs.opens("s1")
 	require.Len(t, opens, 3)
 	require.Equal(t, seqs[9], aws.ToString(opens[2].SequenceNumber))
-	require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 0, 11)...), stSnapshot(t, tb, ddbtest.Client(t)))
+	require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 0, 11)...), snapshot(t, tb))
 
 	// A server that refuses every iterator as expired ends the pass with
 	// its error, instead of reopening forever.
@@ -674,7 +665,7 @@ func TestConsumerExpiredIterator(t *testing.T) {
 
 // TestConsumerTrimmedRecords: records trimmed before they were applied
 // (behind the checkpoint when a shard is opened, or under an iterator the
-// consumer holds) stop the consumer with a *StreamGapError naming the shard
+// consumer holds) stop the consumer with a *GapError naming the shard
 // and the range; with OnGap it reads on from the oldest remaining record.
 func TestConsumerTrimmedRecords(t *testing.T) {
 	t.Parallel()
@@ -694,40 +685,40 @@ func TestConsumerTrimmedRecords(t *testing.T) {
 		fs.trim("s1", 5) // records 2, 3 and 4 were never applied
 
 		for range 2 { // and again: it does not go away by itself
-			st, err := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast}).Poll(ctx)
+			st, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(ctx)
 			require.Zero(t, st)
-			var gap *StreamGapError
+			var gap *GapError
 			require.ErrorAs(t, err, &gap)
-			require.ErrorIs(t, err, ErrStreamGap)
-			require.Equal(t, "DDBX-700", Code(err))
-			require.Equal(t, StreamGap{StreamARN: fs.arn, ShardID: "s1", AfterSequence: seqs[1]}, gap.StreamGap)
+			require.ErrorIs(t, err, ddbindex.ErrStreamGap)
+			require.Equal(t, "DDBX-700", ddbindex.Code(err))
+			require.Equal(t, Gap{StreamARN: fs.arn, ShardID: "s1", AfterSequence: seqs[1]}, gap.Gap)
 			var trimmed *streamtypes.TrimmedDataAccessException
 			require.ErrorAs(t, err, &trimmed, "the cause")
 			for _, s := range []string{"shard s1", "after sequence number " + seqs[1], "trimmed", "Backfill", "OnGap", "checkpoint"} {
 				require.ErrorContains(t, err, s)
 			}
-			require.Equal(t, seqs[1], fsCheckpoint(t, cp, "s1"), "the checkpoint stays")
+			require.Equal(t, seqs[1], checkpointOf(t, cp, "s1"), "the checkpoint stays")
 		}
-		require.Empty(t, wrIndex(t, tb, "by_status", true, "T1"), "nothing applied")
+		require.Empty(t, indexItems(t, tb, "by_status", true, "T1"), "nothing applied")
 
 		// The hook stops the consumer: both errors.
 		errHook := errors.New("gap store unavailable")
-		_, err := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast, OnGap: func(context.Context, StreamGap) error { return errHook }}).Poll(ctx)
-		require.ErrorIs(t, err, ErrStreamGap)
+		_, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(context.Context, Gap) error { return errHook }})).Poll(ctx)
+		require.ErrorIs(t, err, ddbindex.ErrStreamGap)
 		require.ErrorIs(t, err, errHook)
 
 		// The hook records the gap and lets the consumer read on.
-		var gaps []StreamGap
-		cons := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast, OnGap: func(_ context.Context, g StreamGap) error {
+		var gaps []Gap
+		cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(_ context.Context, g Gap) error {
 			gaps = append(gaps, g)
 			return nil
-		}})
+		}}))
 		st, err := cons.Poll(ctx)
 		require.NoError(t, err)
-		require.Equal(t, []StreamGap{{StreamARN: fs.arn, ShardID: "s1", AfterSequence: seqs[1]}}, gaps)
+		require.Equal(t, []Gap{{StreamARN: fs.arn, ShardID: "s1", AfterSequence: seqs[1]}}, gaps)
 		require.Equal(t, 3, st.Changes, "records 5-7, from the oldest remaining one")
-		require.Equal(t, seqs[7], fsCheckpoint(t, cp, "s1"))
-		require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 5, 8)...), stSnapshot(t, tb, ddbtest.Client(t)))
+		require.Equal(t, seqs[7], checkpointOf(t, cp, "s1"))
+		require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 5, 8)...), snapshot(t, tb))
 	})
 
 	t.Run("under a held iterator", func(t *testing.T) {
@@ -745,21 +736,21 @@ func TestConsumerTrimmedRecords(t *testing.T) {
 		}
 		seqs := fs.seqs("s1")
 		cp := &MemoryCheckpoints{}
-		var gaps []StreamGap
-		cons := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Retry: fsFast, OnGap: func(_ context.Context, g StreamGap) error {
+		var gaps []Gap
+		cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(_ context.Context, g Gap) error {
 			gaps = append(gaps, g)
 			return nil
-		}})
+		}}))
 		st, err := cons.Poll(ctx) // records 0-3, then the 3 empty pages end the pass
 		require.NoError(t, err)
 		require.Equal(t, 4, st.Changes)
 		fs.trim("s1", 6) // records 4 and 5 go before the consumer reads them
 		st, err = cons.Poll(ctx)
 		require.NoError(t, err)
-		require.Equal(t, []StreamGap{{StreamARN: fs.arn, ShardID: "s1", AfterSequence: seqs[3]}}, gaps)
+		require.Equal(t, []Gap{{StreamARN: fs.arn, ShardID: "s1", AfterSequence: seqs[3]}}, gaps)
 		require.Equal(t, 2, st.Changes, "records 6 and 7")
 		want := fsWant(t, tb, append(fs.changes(t, "s1", 0, 4), fs.changes(t, "s1", 6, 8)...)...)
-		require.Equal(t, want, stSnapshot(t, tb, ddbtest.Client(t)))
+		require.Equal(t, want, snapshot(t, tb))
 	})
 }
 
@@ -784,15 +775,15 @@ func TestConsumerRetriesTransientStreamErrors(t *testing.T) {
 	fs.failNext("GetRecords", throttled, internal, throttled)
 	var mu sync.Mutex
 	retried := map[string]int{}
-	opts := ConsumerOptions{BatchSize: 2, Retry: fsFast}
+	opts := ConsumerOptions{BatchSize: 2, Retry: fast}
 	opts.Retry.OnRetry = func(op string, _ int, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		assert.True(t, IsTransient(err))
+		assert.True(t, ddbindex.IsTransient(err))
 		retried[op]++
 	}
 	cp := &MemoryCheckpoints{}
-	cons := NewStreamConsumer(tb, fs, cp, opts)
+	cons := NewConsumer(tb, fs, cp, with(opts))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 6, st.Changes)
@@ -804,13 +795,13 @@ func TestConsumerRetriesTransientStreamErrors(t *testing.T) {
 	fs.failNext("GetRecords", throttled, throttled, throttled, throttled)
 	st, err = cons.Poll(ctx)
 	require.Error(t, err)
-	require.True(t, IsTransient(err), "%v", err)
+	require.True(t, ddbindex.IsTransient(err), "%v", err)
 	require.Zero(t, st.Changes)
 	st, err = cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes)
 	require.Zero(t, st.Stale)
-	require.Equal(t, fs.seqs("s1")[6], fsCheckpoint(t, cp, "s1"))
+	require.Equal(t, fs.seqs("s1")[6], checkpointOf(t, cp, "s1"))
 }
 
 // fsSignalCheckpoints closes reached when a shard's checkpoint becomes seq.
@@ -845,7 +836,7 @@ func TestConsumerRunSurvivesTransientErrors(t *testing.T) {
 	cp := &fsSignalCheckpoints{shard: "s1", seq: fs.seqs("s1")[2], reached: make(chan struct{})}
 	var mu sync.Mutex
 	var polls []error
-	opts := ConsumerOptions{PollInterval: time.Millisecond, Retry: RetryOptions{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}}
+	opts := ConsumerOptions{PollInterval: time.Millisecond, Retry: ddbindex.RetryOptions{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}}
 	opts.Retry.OnRetry = func(op string, _ int, err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -856,7 +847,7 @@ func TestConsumerRunSurvivesTransientErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- NewStreamConsumer(tb, fs, cp, opts).Run(ctx) }()
+	go func() { done <- NewConsumer(tb, fs, cp, with(opts)).Run(ctx) }()
 	select {
 	case <-cp.reached:
 	case err := <-done:
@@ -871,7 +862,7 @@ func TestConsumerRunSurvivesTransientErrors(t *testing.T) {
 		var lee *streamtypes.LimitExceededException
 		require.ErrorAs(t, err, &lee)
 	}
-	require.Len(t, wrIndex(t, tb, "by_status", false, "T1"), 3)
+	require.Len(t, indexItems(t, tb, "by_status", false, "T1"), 3)
 }
 
 // fsRecordingCheckpoints records every checkpoint written.
@@ -919,11 +910,11 @@ func TestConsumerParallelApply(t *testing.T) {
 			}
 			seqs := fs.seqs("s1")
 			cp := &fsRecordingCheckpoints{}
-			st, err := NewStreamConsumer(tb, fs, cp, ConsumerOptions{Workers: workers, CheckpointEvery: 10, Retry: fsFast}).Poll(ctx)
+			st, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Workers: workers, CheckpointEvery: 10, Retry: fast})).Poll(ctx)
 			require.NoError(t, err)
 			require.Equal(t, len(seqs), st.Changes)
 			require.Zero(t, st.Stale, "no change of an item was applied after a newer one")
-			require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 0, len(seqs))...), stSnapshot(t, tb, ddbtest.Client(t)))
+			require.Equal(t, fsWant(t, tb, fs.changes(t, "s1", 0, len(seqs))...), snapshot(t, tb))
 
 			require.Equal(t, seqs[len(seqs)-1], cp.written[len(cp.written)-1])
 			prev := -1

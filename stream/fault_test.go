@@ -1,40 +1,39 @@
-package ddbindex
+package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
-// The consumer and Backfill under injected faults (internal/faults:
+// The consumer under injected faults (internal/faults:
 // throttling, 500s, connection resets before the server and after it applied
 // the request, lost answers), and a consumer killed mid-batch. Each ends in
-// exactly the index tables a fault-free run writes.
+// exactly the index tables a fault-free run writes. (Backfill's test under
+// the same faults is the root package's.)
 
 // cfRetry is the library's retry budget in these tests: the default number
 // of attempts, with short delays to keep the tests quick.
-var cfRetry = RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
+var cfRetry = ddbindex.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
 
 // cfWorkload makes n random changes to the tickets of team (puts of new
 // tickets, title, owner and creation-time changes, moves between statuses,
 // deletes and re-inserts) and returns the number of stream records they
 // made.
-func cfWorkload(t testing.TB, tb *Table[stTicket], team string, n int, seed uint64) int {
+func cfWorkload(t testing.TB, tb *ddbindex.Table[stTicket], team string, n int, seed uint64) int {
 	t.Helper()
 	ctx := t.Context()
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -112,11 +111,11 @@ func cfWorkload(t testing.TB, tb *Table[stTicket], team string, n int, seed uint
 
 // cfIndexTables returns a Table for tb's base table with new, empty index
 // tables, whose requests go through client (the tables are created through
-// the test server's plain client).
-func cfIndexTables(t *testing.T, tb *Table[stTicket], client Client, name string) (faulty, plain *Table[stTicket]) {
+// the test server's plain client), and one that uses the plain client.
+func cfIndexTables(t *testing.T, tb *ddbindex.Table[stTicket], client ddbindex.Client, name string) (faulty, plain *ddbindex.Table[stTicket]) {
 	t.Helper()
-	plain = stFreshIndexes(t, tb, ddbtest.Client(t), name)
-	faulty, err := New[stTicket](client, stFixedNow, func(o *Options) { o.TableName = plain.opts.TableName })
+	plain, names := freshIndexes(t, tb, stBase, name, stFixedNow)
+	faulty, err := ddbindex.New[stTicket](client, stFixedNow, func(o *ddbindex.Options) { o.TableName = names })
 	require.NoError(t, err)
 	return faulty, plain
 }
@@ -124,65 +123,22 @@ func cfIndexTables(t *testing.T, tb *Table[stTicket], client Client, name string
 // cfConverge polls until the shard's checkpoint reaches last, allowing
 // passes that fail transiently (the retry budget of one call ran out), and
 // returns the totals and the number of such passes.
-func cfConverge(t *testing.T, cons *StreamConsumer[stTicket], cp Checkpoints, last string) (ApplyStats, int) {
+func cfConverge(t *testing.T, cons *Consumer[stTicket], cp *MemoryCheckpoints, last string) (ddbindex.ApplyStats, int) {
 	t.Helper()
-	var total ApplyStats
+	var total ddbindex.ApplyStats
 	failed := 0
 	for pass := 0; ; pass++ {
 		require.Less(t, pass, 200, "the consumer did not converge")
 		st, err := cons.Poll(t.Context())
-		total.add(st)
+		addStats(&total, st)
 		if err != nil {
-			require.True(t, IsTransient(err), "only transient failures: %v", err)
+			require.True(t, ddbindex.IsTransient(err), "only transient failures: %v", err)
 			failed++
 			continue
 		}
-		if cfAllCheckpointed(t, cp, last) {
+		if _, seq := onlyCheckpoint(t, cp); seq == last {
 			return total, failed
 		}
-	}
-}
-
-func cfAllCheckpointed(t *testing.T, cp Checkpoints, last string) bool {
-	t.Helper()
-	m := cp.(*MemoryCheckpoints)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, seq := range m.seq {
-		if seq == last {
-			return true
-		}
-	}
-	return false
-}
-
-// cfCase is one fault setting.
-type cfCase struct {
-	name    string
-	rate    float64
-	retryer func() aws.Retryer // nil: the SDK's standard retryer, with its quota
-}
-
-var cfCases = []cfCase{
-	{"5% faults, SDK default retryer", 0.05, nil},
-	{"30% faults, no-quota retryer", 0.30, ddbtest.NoQuotaRetryer(5)},
-	{"30% faults, SDK default retryer", 0.30, nil},
-}
-
-// cfQuota counts the retries (of the library) whose error was the SDK's
-// retry quota running out.
-type cfQuota struct {
-	mu    sync.Mutex
-	quota int
-	all   int
-}
-
-func (q *cfQuota) onRetry(_ string, _ int, err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.all++
-	if errors.As(err, new(ratelimit.QuotaExceededError)) {
-		q.quota++
 	}
 }
 
@@ -196,35 +152,39 @@ func (q *cfQuota) onRetry(_ string, _ int, err error) {
 func TestConsumerUnderFaults(t *testing.T) {
 	t.Parallel()
 	stRequireStreams(t)
-	tb, c := newTestTable[stTicket](t, stFixedNow)
+	tb, _ := newTestTable[stTicket](t, stFixedNow)
 	n := cfWorkload(t, tb, "T1", 300, 1)
-	recs := stRecords(t, tb)
+	recs := records(t, tb)
 	require.Len(t, recs, n)
 	last := aws.ToString(recs[n-1].Dynamodb.SequenceNumber)
-	ref := stFreshIndexes(t, tb, c, "want")
-	_, err := ref.Apply(t.Context(), stChanges(t, recs)...)
+	ref := stFresh(t, tb, "want")
+	_, err := ref.Apply(t.Context(), toChanges(t, recs))
 	require.NoError(t, err)
-	want := stSnapshot(t, ref, c)
+	want := snapshot(t, ref)
 	stCheckIndexes(t, ref, "T1")
 
-	for i, fc := range cfCases {
-		t.Run(fc.name, func(t *testing.T) {
+	for i, fc := range ddbtest.FaultCases {
+		t.Run(fc.Name, func(t *testing.T) {
 			t.Parallel()
-			db, sc, ft := ddbtest.Faulty(t, faults.Random(fc.rate, uint64(100+i), nil), fc.retryer)
+			db, sc, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(100+i), nil), fc.Retryer)
 			faulty, plain := cfIndexTables(t, tb, db, fmt.Sprint("case", i))
-			var q cfQuota
-			opts := ConsumerOptions{BatchSize: 50, Retry: cfRetry}
-			opts.Retry.OnRetry = q.onRetry
+			var log ddbtest.RetryLog
+			retryOpts := cfRetry
+			retryOpts.OnRetry = log.OnRetry
 			cp := &MemoryCheckpoints{}
-			st, failed := cfConverge(t, NewStreamConsumer(faulty, sc, cp, opts), cp, last)
+			st, failed := cfConverge(t, NewConsumer(faulty, sc, cp, func(o *ConsumerOptions) {
+				o.BatchSize = 50
+				o.Retry = retryOpts
+			}), cp, last)
+			all, quota := log.Counts()
 			t.Logf("%s: %d records, %+v, %d passes failed; injected %s; library retries %d (%d after the SDK's quota ran out)",
-				fc.name, n, st, failed, ft.Summary(), q.all, q.quota)
+				fc.Name, n, st, failed, ft.Summary(), all, quota)
 			require.Positive(t, ft.Injected())
 			require.GreaterOrEqual(t, st.Changes, n, "every record applied (some twice, after a failed pass)")
-			require.Equal(t, want, stSnapshot(t, plain, c), "exactly the fault-free index tables")
+			require.Equal(t, want, snapshot(t, plain), "exactly the fault-free index tables")
 			stCheckIndexes(t, plain, "T1")
-			if fc.rate >= 0.3 && fc.retryer == nil {
-				require.Positive(t, q.quota, "the SDK's retry quota ran out, and the library retried")
+			if fc.Rate >= 0.3 && fc.Retryer == nil {
+				require.Positive(t, quota, "the SDK's retry quota ran out, and the library retried")
 			}
 		})
 	}
@@ -235,7 +195,7 @@ func TestConsumerUnderFaults(t *testing.T) {
 // reports the cancellation instead of the answer: the process died with the
 // write made but not acknowledged.
 type cfKillClient struct {
-	Client
+	ddbindex.Client
 	at     int64
 	n      atomic.Int64
 	cancel context.CancelFunc
@@ -263,16 +223,16 @@ func TestConsumerKillAndRestart(t *testing.T) {
 	stRequireStreams(t)
 	tb, c := newTestTable[stTicket](t, stFixedNow)
 	n := cfWorkload(t, tb, "T1", 120, 2)
-	recs := stRecords(t, tb)
+	recs := records(t, tb)
 	require.Len(t, recs, n)
 	seqIndex := map[string]int{}
 	for i, r := range recs {
 		seqIndex[aws.ToString(r.Dynamodb.SequenceNumber)] = i
 	}
-	ref := stFreshIndexes(t, tb, c, "want")
-	_, err := ref.Apply(t.Context(), stChanges(t, recs)...)
+	ref := stFresh(t, tb, "want")
+	_, err := ref.Apply(t.Context(), toChanges(t, recs))
 	require.NoError(t, err)
-	want := stSnapshot(t, ref, c)
+	want := snapshot(t, ref)
 	sc := ddbtest.StreamsClient(t)
 
 	for _, workers := range []int{1, 16} {
@@ -283,14 +243,16 @@ func TestConsumerKillAndRestart(t *testing.T) {
 			kill := &cfKillClient{Client: c, at: 60, cancel: cancel}
 			dying, plain := cfIndexTables(t, tb, kill, fmt.Sprint("w", workers))
 			cp := &MemoryCheckpoints{}
-			opts := ConsumerOptions{Workers: workers, CheckpointEvery: 10, Retry: cfRetry}
-			st1, err := NewStreamConsumer(dying, sc, cp, opts).Poll(ctx)
+			opts := func(o *ConsumerOptions) {
+				o.Workers, o.CheckpointEvery, o.Retry = workers, 10, cfRetry
+			}
+			st1, err := NewConsumer(dying, sc, cp, opts).Poll(ctx)
 			require.ErrorIs(t, err, context.Canceled)
 			require.NotNil(t, kill.killed.Load(), "killed mid-batch")
 			killedAt := seqIndex[*kill.killed.Load()]
 
 			done := 0 // records at or below the checkpoint
-			if seq := cfOnlyCheckpoint(t, cp); seq != "" {
+			if _, seq := onlyCheckpoint(t, cp); seq != "" {
 				done = seqIndex[seq] + 1
 			}
 			require.LessOrEqual(t, done, killedAt, "the record being applied at the kill is not checkpointed")
@@ -299,77 +261,11 @@ func TestConsumerKillAndRestart(t *testing.T) {
 			}
 			t.Logf("killed at record %d of %d; checkpointed %d; first consumer %+v", killedAt, n, done, st1)
 
-			st2, err := NewStreamConsumer(plain, sc, cp, opts).Poll(t.Context())
+			st2, err := NewConsumer(plain, sc, cp, opts).Poll(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, n-done, st2.Changes, "every record after the checkpoint, once; none before it")
 			require.Positive(t, st2.Stale, "the write made at the kill is re-applied as stale")
-			require.Equal(t, want, stSnapshot(t, plain, c))
-		})
-	}
-}
-
-func cfOnlyCheckpoint(t *testing.T, cp *MemoryCheckpoints) string {
-	t.Helper()
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	require.LessOrEqual(t, len(cp.seq), 1)
-	for _, seq := range cp.seq {
-		return seq
-	}
-	return ""
-}
-
-// TestBackfillUnderFaults: Backfill under 5% and 30% injected faults writes
-// exactly what a fault-free Backfill writes. (It used to stop at the first
-// failure the SDK gave up on.)
-func TestBackfillUnderFaults(t *testing.T) {
-	t.Parallel()
-	const posts = 240
-	gsi, table, all := mgSetup(t, posts)
-	c := ddbtest.Client(t)
-	sparse := 0
-	for _, p := range all {
-		if p.Feed == nil {
-			sparse++
-		}
-	}
-	// fresh returns a Table of the same base table with a new, empty index
-	// table, whose requests go through client.
-	fresh := func(t *testing.T, client *dynamodb.Client, name string) (*Table[mgPostTable], string) {
-		prefix := ddbtest.Name(t, name)
-		tn := func(s string) string {
-			if s == table.s.table {
-				return gsi.TableName()
-			}
-			return prefix + "-" + s
-		}
-		out, err := New[mgPostTable](client, func(o *Options) { o.TableName = tn })
-		require.NoError(t, err)
-		ddbtest.CreateTable(t, c, out.CreateTableInputs(false)[1])
-		return out, out.tableOf(out.s.byName["newest"])
-	}
-	ref, refTable := fresh(t, c, "want")
-	st, err := ref.Backfill(t.Context(), c, "newest", BackfillOptions{PageSize: 25})
-	require.NoError(t, err)
-	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
-	want := wrScan(t, c, refTable)
-
-	for i, fc := range cfCases {
-		t.Run(fc.name, func(t *testing.T) {
-			t.Parallel()
-			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.rate, uint64(200+i), nil), fc.retryer)
-			tb, name := fresh(t, db, fmt.Sprint("case", i))
-			var q cfQuota
-			st, err := tb.Backfill(t.Context(), db, "newest", BackfillOptions{PageSize: 25, Retry: RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: q.onRetry}})
-			require.NoError(t, err)
-			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.name, st, ft.Summary(), q.all, q.quota)
-			require.Positive(t, ft.Injected())
-			require.Equal(t, posts, st.Scanned)
-			require.Equal(t, sparse, st.Sparse)
-			require.Equal(t, posts-sparse, st.Written+st.Skipped, "a write whose answer was lost is skipped on its retry")
-			require.Equal(t, want, wrScan(t, c, name), "exactly the fault-free index table")
-			// (A backfill this small makes too few requests to be sure to
-			// use up the SDK's retry quota; the consumer's test is.)
+			require.Equal(t, want, snapshot(t, plain))
 		})
 	}
 }

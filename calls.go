@@ -1,0 +1,112 @@
+package ddbindex
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// This file holds the wrappers through which a failed call to DynamoDB becomes
+// a *CallError (ErrDynamoDB, made by callErr in errors.go): every request the
+// package sends goes through one of them, which pass the SDK's per-call
+// options on. Two failures that no single answer reports are wrapped where
+// they are found: BatchGet's keys still unprocessed after its retries
+// (get.go), and CreateTables' wait that times out (tables.go). A Table holds
+// its client as calls (a read-only table's too: NewReadOnly's client is a
+// Client whose writes fail without a request); CreateTables,
+// CheckSchema and Backfill wrap the client they are given. (The stream
+// package's consumer wraps its DynamoDB Streams client and checkpoint store
+// the same way, in stream/calls.go.)
+
+// calls is a Table's client, with every error wrapped.
+type calls struct{ c Client }
+
+// batchTable is the table a BatchGetItem names, when it names one alone
+// (BatchGet's do); nil otherwise.
+func batchTable(in *dynamodb.BatchGetItemInput) *string {
+	if len(in.RequestItems) != 1 {
+		return nil
+	}
+	for name := range in.RequestItems {
+		return &name
+	}
+	return nil
+}
+
+func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := w.c.Query(ctx, in, optFns...)
+	return out, callErr("Query", in.TableName, in.IndexName, err)
+}
+
+func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := w.c.GetItem(ctx, in, optFns...)
+	return out, callErr("GetItem", in.TableName, nil, err)
+}
+
+func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := w.c.BatchGetItem(ctx, in, optFns...)
+	return out, callErr("BatchGetItem", batchTable(in), nil, err)
+}
+
+func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := w.c.PutItem(ctx, in, optFns...)
+	return out, callErr("PutItem", in.TableName, nil, err)
+}
+
+func (w calls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := w.c.UpdateItem(ctx, in, optFns...)
+	return out, callErr("UpdateItem", in.TableName, nil, err)
+}
+
+func (w calls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	out, err := w.c.DeleteItem(ctx, in, optFns...)
+	return out, callErr("DeleteItem", in.TableName, nil, err)
+}
+
+func (w calls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	out, err := w.c.TransactWriteItems(ctx, in, optFns...)
+	return out, callErr("TransactWriteItems", nil, nil, err)
+}
+
+// schemaCalls is the client CreateTables and CheckSchema are given, with
+// every error wrapped.
+type schemaCalls struct{ c SchemaAPI }
+
+func (w schemaCalls) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	out, err := w.c.CreateTable(ctx, in, optFns...)
+	return out, callErr("CreateTable", in.TableName, nil, err)
+}
+
+func (w schemaCalls) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	out, err := w.c.DescribeTable(ctx, in, optFns...)
+	return out, callErr("DescribeTable", in.TableName, nil, err)
+}
+
+func (w schemaCalls) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	out, err := w.c.UpdateTimeToLive(ctx, in, optFns...)
+	return out, callErr("UpdateTimeToLive", in.TableName, nil, err)
+}
+
+func (w schemaCalls) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	out, err := w.c.DescribeTimeToLive(ctx, in, optFns...)
+	return out, callErr("DescribeTimeToLive", in.TableName, nil, err)
+}
+
+// scanCalls is the client Backfill is given, with every error wrapped.
+type scanCalls struct{ c ScanAPI }
+
+func (w scanCalls) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := w.c.Scan(ctx, in, optFns...)
+	return out, callErr("Scan", in.TableName, in.IndexName, err)
+}
+
+// prepareCalls is the client Prepare is given, with every error wrapped.
+type prepareCalls struct {
+	schemaCalls
+	u PrepareAPI
+}
+
+func (w prepareCalls) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	out, err := w.u.UpdateTable(ctx, in, optFns...)
+	return out, callErr("UpdateTable", in.TableName, nil, err)
+}

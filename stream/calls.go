@@ -1,0 +1,81 @@
+package stream
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// This file is where package stream's failed calls become a
+// *ddbindex.CallError (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
+// the root package: a Consumer holds its DynamoDB Streams client as
+// streamCalls and its checkpoint store as checkpointCalls. (The index writes
+// go through the Table, whose client ddbindex wraps.) An answer the consumer
+// cannot use (a DescribeStream without a stream description, or whose shards
+// form a cycle) is reported as a *ddbindex.CallError of that call where it is
+// found, in consumer.go.
+
+// streamCalls is a consumer's DynamoDB Streams client, with every error
+// wrapped.
+type streamCalls struct{ c StreamsAPI }
+
+func (w streamCalls) ListStreams(ctx context.Context, in *dynamodbstreams.ListStreamsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.ListStreamsOutput, error) {
+	out, err := w.c.ListStreams(ctx, in, optFns...)
+	return out, callErr("ListStreams", in.TableName, err)
+}
+
+func (w streamCalls) DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error) {
+	out, err := w.c.DescribeStream(ctx, in, optFns...)
+	return out, callErr("DescribeStream", nil, err)
+}
+
+func (w streamCalls) GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error) {
+	out, err := w.c.GetShardIterator(ctx, in, optFns...)
+	return out, callErr("GetShardIterator", nil, err)
+}
+
+func (w streamCalls) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	out, err := w.c.GetRecords(ctx, in, optFns...)
+	return out, callErr("GetRecords", nil, err)
+}
+
+// checkpointCalls is a consumer's checkpoint store, with every error
+// wrapped.
+type checkpointCalls struct{ c Checkpoints }
+
+func (w checkpointCalls) Checkpoint(ctx context.Context, shardID string) (string, error) {
+	seq, err := w.c.Checkpoint(ctx, shardID)
+	return seq, callErr("Checkpoint", nil, err)
+}
+
+func (w checkpointCalls) SetCheckpoint(ctx context.Context, shardID, seq string) error {
+	return callErr("SetCheckpoint", nil, w.c.SetCheckpoint(ctx, shardID, seq))
+}
+
+// callErr wraps a non-nil error of a call in a *ddbindex.CallError; nil
+// stays nil. table is the table the request named (nil when it names none).
+func callErr(op string, table *string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &ddbindex.CallError{Op: op, Err: err}
+	if table != nil {
+		e.Table = *table
+	}
+	return e
+}
+
+// sdkError returns the error a call returned, without the
+// *ddbindex.CallError around it: for errors that report an SDK error as
+// their cause but are not a failed call (a gap's
+// TrimmedDataAccessException), so that they match one sentinel.
+func sdkError(err error) error {
+	var ce *ddbindex.CallError
+	if errors.As(err, &ce) {
+		return ce.Err
+	}
+	return err
+}

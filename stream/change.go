@@ -1,0 +1,207 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// This file converts stream records into Changes: one adapter for DynamoDB
+// Streams records (service/dynamodbstreams), one for AWS Lambda stream
+// events.
+
+// ChangeFromRecord converts a DynamoDB Streams record into a Change whose
+// version is the record's sequence number. The stream must carry both images
+// (NEW_AND_OLD_IMAGES). A malformed record (no sequence number, an image its
+// event needs missing, an unknown event or attribute type) is an error
+// matching [ddbindex.ErrStreamRecord].
+func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
+	if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil || *r.Dynamodb.SequenceNumber == "" {
+		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
+	}
+	sr := r.Dynamodb
+	c := ddbindex.Change{Version: aws.ToString(sr.SequenceNumber)}
+	var err error
+	if c.Old, err = streamImage(sr.OldImage); err != nil {
+		return ddbindex.Change{}, fmt.Errorf("%w: record %s: old image: %w", ddbindex.ErrStreamRecord, c.Version, err)
+	}
+	if c.New, err = streamImage(sr.NewImage); err != nil {
+		return ddbindex.Change{}, fmt.Errorf("%w: record %s: new image: %w", ddbindex.ErrStreamRecord, c.Version, err)
+	}
+	return c, checkImages(string(r.EventName), c, string(sr.StreamViewType))
+}
+
+// ChangeFromLambdaRecord converts an AWS Lambda DynamoDB stream event record
+// into a Change whose version is the record's sequence number. Its errors
+// are those of [ChangeFromRecord].
+func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, error) {
+	if r.Change.SequenceNumber == "" {
+		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
+	}
+	c := ddbindex.Change{Version: r.Change.SequenceNumber}
+	var err error
+	if c.Old, err = lambdaImageSafe(r.Change.OldImage); err != nil {
+		return ddbindex.Change{}, fmt.Errorf("%w: record %s: old image: %w", ddbindex.ErrStreamRecord, c.Version, err)
+	}
+	if c.New, err = lambdaImageSafe(r.Change.NewImage); err != nil {
+		return ddbindex.Change{}, fmt.Errorf("%w: record %s: new image: %w", ddbindex.ErrStreamRecord, c.Version, err)
+	}
+	return c, checkImages(r.EventName, c, r.Change.StreamViewType)
+}
+
+// ApplyLambdaEvent applies every record of a Lambda DynamoDB stream event to
+// t's index tables, in order: the body of a Lambda handler that keeps index
+// tables in step. A malformed record fails the whole event before any write
+// (an error matching [ddbindex.ErrStreamRecord]), as does a nil t
+// ([ddbindex.ErrInvalidWrite]); otherwise it returns what
+// [ddbindex.Table.Apply] returns. Lambda retries a failed batch; Apply is
+// idempotent, so the records applied before a failure count as Stale then.
+// optFns are applied to every request Apply sends, as the SDK's own per-call
+// options.
+func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev events.DynamoDBEvent, optFns ...func(*dynamodb.Options)) (ddbindex.ApplyStats, error) {
+	if t == nil {
+		return ddbindex.ApplyStats{}, errNilTable
+	}
+	changes := make([]ddbindex.Change, 0, len(ev.Records))
+	for _, r := range ev.Records {
+		c, err := ChangeFromLambdaRecord(r)
+		if err != nil {
+			return ddbindex.ApplyStats{}, err
+		}
+		changes = append(changes, c)
+	}
+	return t.Apply(ctx, changes, optFns...)
+}
+
+var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
+
+// checkImages checks that a change holds the images its event needs.
+func checkImages(event string, c ddbindex.Change, view string) error {
+	switch {
+	case event == "INSERT" && c.New == nil, event == "MODIFY" && (c.New == nil || c.Old == nil), event == "REMOVE" && c.Old == nil:
+		return fmt.Errorf("%w: %s record %s lacks an image; the stream view type must be NEW_AND_OLD_IMAGES (it is %q)", ddbindex.ErrStreamRecord, event, c.Version, view)
+	case event != "INSERT" && event != "MODIFY" && event != "REMOVE":
+		return fmt.Errorf("%w: record %s: unknown stream event %q", ddbindex.ErrStreamRecord, c.Version, event)
+	}
+	return nil
+}
+
+func streamImage(img map[string]streamtypes.AttributeValue) (map[string]types.AttributeValue, error) {
+	return convertImage(img, fromStreamAV)
+}
+
+// convertImage converts an item image of another package's attribute
+// values, attribute by attribute; a nil image stays nil.
+func convertImage[V any](img map[string]V, conv func(V) (types.AttributeValue, error)) (map[string]types.AttributeValue, error) {
+	if img == nil {
+		return nil, nil
+	}
+	out := make(map[string]types.AttributeValue, len(img))
+	for k, v := range img {
+		av, err := conv(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", k, err)
+		}
+		out[k] = av
+	}
+	return out, nil
+}
+
+func fromStreamAV(v streamtypes.AttributeValue) (types.AttributeValue, error) {
+	switch v := v.(type) {
+	case *streamtypes.AttributeValueMemberS:
+		return &types.AttributeValueMemberS{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberN:
+		return &types.AttributeValueMemberN{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberB:
+		return &types.AttributeValueMemberB{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberBOOL:
+		return &types.AttributeValueMemberBOOL{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberNULL:
+		return &types.AttributeValueMemberNULL{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberSS:
+		return &types.AttributeValueMemberSS{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberNS:
+		return &types.AttributeValueMemberNS{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberBS:
+		return &types.AttributeValueMemberBS{Value: v.Value}, nil
+	case *streamtypes.AttributeValueMemberL:
+		l := make([]types.AttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			av, err := fromStreamAV(e)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = av
+		}
+		return &types.AttributeValueMemberL{Value: l}, nil
+	case *streamtypes.AttributeValueMemberM:
+		m, err := streamImage(v.Value)
+		if err != nil {
+			return nil, err
+		}
+		return &types.AttributeValueMemberM{Value: m}, nil
+	}
+	return nil, fmt.Errorf("unsupported stream attribute value %T", v)
+}
+
+// lambdaImageSafe is lambdaImage, with a panic of aws-lambda-go's accessors
+// turned into an error: they assert their value's type unchecked, and the
+// zero DynamoDBAttributeValue claims to be Binary while holding nothing.
+func lambdaImageSafe(img map[string]events.DynamoDBAttributeValue) (out map[string]types.AttributeValue, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("invalid Lambda attribute value: %v", r)
+		}
+	}()
+	return lambdaImage(img)
+}
+
+func lambdaImage(img map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
+	return convertImage(img, fromLambdaAV)
+}
+
+func fromLambdaAV(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: v.String()}, nil
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: v.Number()}, nil
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: v.Binary()}, nil
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}, nil
+	case events.DataTypeNull:
+		return &types.AttributeValueMemberNULL{Value: true}, nil
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: v.StringSet()}, nil
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: v.NumberSet()}, nil
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: v.BinarySet()}, nil
+	case events.DataTypeList:
+		l := make([]types.AttributeValue, len(v.List()))
+		for i, e := range v.List() {
+			av, err := fromLambdaAV(e)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = av
+		}
+		return &types.AttributeValueMemberL{Value: l}, nil
+	case events.DataTypeMap:
+		m, err := lambdaImage(v.Map())
+		if err != nil {
+			return nil, err
+		}
+		return &types.AttributeValueMemberM{Value: m}, nil
+	}
+	return nil, fmt.Errorf("unsupported Lambda attribute value type %d", v.DataType())
+}
