@@ -193,7 +193,7 @@ type BackfillProgress struct {
 // segment (see [BackfillOptions]).
 //
 // An index that is not declared fails with [ErrInvalidQuery], the base
-// table with [ErrUnsupported], options out of range with [ErrInvalidWrite]
+// table and a table made by [NewReadOnly] with [ErrUnsupported], options out of range with [ErrInvalidWrite]
 // (all before any request), a base item whose keys cannot be derived with
 // [ErrMalformedItem], and a failed call (a canceled context included) with
 // a [*CallError]. The stats count what was done up to the error.
@@ -204,6 +204,9 @@ type BackfillProgress struct {
 //		o.Checkpoint = &ddbindex.DynamoDBBackfillCheckpoints{Client: client, Table: "control"}
 //	})
 func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, optFns ...func(*BackfillOptions)) (BackfillStats, error) {
+	if err := t.writable("Backfill"); err != nil {
+		return BackfillStats{}, err
+	}
 	var o BackfillOptions
 	for _, fn := range optFns {
 		fn(&o)

@@ -352,7 +352,7 @@ func bfSetup[T any](t testing.TB, start []map[string]types.AttributeValue) (*Tab
 	for _, in := range tb.CreateTableInputs(false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	require.NoError(t, tb.CreateTables(t.Context(), c, CreateOptions{NoTTL: true, NoStream: true}))
+	require.NoError(t, tb.CreateTables(t.Context(), c, func(o *CreateOptions) { o.NoTTL, o.NoStream = true, true }))
 	ddbtest.CreateTable(t, c, tb.ControlTableInput())
 	bfBatchWrite(t, c, tb.TableName(), start)
 	return tb, c, &DynamoDBBackfillCheckpoints{Client: c, Table: control}
@@ -885,7 +885,7 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 		newImg, err := tb.Marshal(changed)
 		require.NoError(t, err)
 		hook := func() {
-			_, err := tb.Apply(t.Context(), Change{Old: start[0], New: newImg, Version: "5"})
+			_, err := tb.Apply(t.Context(), []Change{{Old: start[0], New: newImg, Version: "5"}})
 			require.NoError(t, err)
 		}
 		st, err := tb.Backfill(t.Context(), hookScan{c, new(sync.Once), hook}, "by_status")

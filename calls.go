@@ -7,15 +7,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// This file is the one place where a failed call to DynamoDB becomes a
-// *CallError (ErrDynamoDB): every request the package sends goes through one
-// of these wrappers. A Table holds its client as calls; CreateTables,
-// CheckSchema and Backfill wrap the client they are given, and Backfill its
-// checkpoint store. (The stream package's consumer wraps its DynamoDB
-// Streams client and checkpoint store the same way, in stream/calls.go.)
+// This file holds the wrappers through which a failed call to DynamoDB becomes
+// a *CallError (ErrDynamoDB, made by callErr in errors.go): every request the
+// package sends goes through one of them, which pass the SDK's per-call
+// options on. Two failures that no single answer reports are wrapped where
+// they are found: BatchGet's keys still unprocessed after its retries
+// (get.go), and CreateTables' wait that times out (tables.go). A Table holds
+// its client as calls (a read-only table's too: NewReadOnly's client is a
+// Client whose writes fail without a request); CreateTables,
+// CheckSchema, Prepare and Backfill wrap the client they are given, and
+// Backfill its checkpoint store too. (The stream
+// package's consumer wraps its DynamoDB Streams client and checkpoint store
+// the same way, in stream/calls.go.)
 
 // calls is a Table's client, with every error wrapped.
 type calls struct{ c Client }
+
+// batchTable is the table a BatchGetItem names, when it names one alone
+// (BatchGet's do); nil otherwise.
+func batchTable(in *dynamodb.BatchGetItemInput) *string {
+	if len(in.RequestItems) != 1 {
+		return nil
+	}
+	for name := range in.RequestItems {
+		return &name
+	}
+	return nil
+}
 
 func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	out, err := w.c.Query(ctx, in, optFns...)
@@ -25,6 +43,11 @@ func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...fun
 func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	out, err := w.c.GetItem(ctx, in, optFns...)
 	return out, callErr("GetItem", in.TableName, nil, err)
+}
+
+func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := w.c.BatchGetItem(ctx, in, optFns...)
+	return out, callErr("BatchGetItem", batchTable(in), nil, err)
 }
 
 func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -111,4 +134,15 @@ func storeErr(op string, err error) error {
 		return err
 	}
 	return callErr(op, nil, nil, err)
+}
+
+// prepareCalls is the client Prepare is given, with every error wrapped.
+type prepareCalls struct {
+	schemaCalls
+	u PrepareAPI
+}
+
+func (w prepareCalls) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	out, err := w.u.UpdateTable(ctx, in, optFns...)
+	return out, callErr("UpdateTable", in.TableName, nil, err)
 }

@@ -23,6 +23,7 @@ import (
 //	[next]    count × (uvarint length + key text), then the 8-byte read
 //	          digest, when flag bit 1 is set
 //	[mac]     32 bytes of HMAC-SHA256 over everything before it, when signed
+//	          (with Options.CursorKeys[0]; any of the keys verifies it)
 //
 // It names a logical position: the canonical key text of every field the
 // index key and the base key are made of, so a cursor minted while an index
@@ -182,14 +183,12 @@ func decodeCursor(d *layout, token string, desc bool, o *Options) (cursorPos, er
 	if err != nil {
 		return none, cursorErr(nil, "not unpadded URL-safe Base64")
 	}
-	if o.CursorKey != nil {
+	if len(o.CursorKeys) > 0 {
 		if len(raw) < macSize+2 {
 			return none, cursorErr(nil, "too short to carry a signature")
 		}
 		body, sig := raw[:len(raw)-macSize], raw[len(raw)-macSize:]
-		m := hmac.New(sha256.New, o.CursorKey)
-		m.Write(body)
-		if !hmac.Equal(m.Sum(nil), sig) {
+		if !signedByAny(body, sig, o.CursorKeys) {
 			return none, cursorErr(nil, "signature does not match")
 		}
 		raw = body
@@ -254,6 +253,20 @@ func decodeCursor(d *layout, token string, desc bool, o *Options) (cursorPos, er
 		return none, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)
 	}
 	return c, nil
+}
+
+// signedByAny reports whether sig is the HMAC-SHA256 of body under one of
+// keys. Every key is tried, so the time taken does not tell which matched.
+func signedByAny(body, sig []byte, keys [][]byte) bool {
+	ok := false
+	for _, k := range keys {
+		m := hmac.New(sha256.New, k)
+		m.Write(body)
+		if hmac.Equal(m.Sum(nil), sig) {
+			ok = true
+		}
+	}
+	return ok
 }
 
 // text reads the key text of field f and checks its form; where prefixes

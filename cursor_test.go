@@ -166,6 +166,11 @@ func (c curxNoCallClient) GetItem(context.Context, *dynamodb.GetItemInput, ...fu
 	return nil, errCurxNoCall
 }
 
+func (c curxNoCallClient) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c.t.Errorf("BatchGetItem sent, but no request was expected")
+	return nil, errCurxNoCall
+}
+
 func (c curxNoCallClient) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.t.Errorf("PutItem sent, but no request was expected")
 	return nil, errCurxNoCall
@@ -749,14 +754,14 @@ func TestCursorReuseGivesSamePage(t *testing.T) {
 	}
 }
 
-// TestCursorSigned: with Options.CursorKey, cursors carry an HMAC: signed
+// TestCursorSigned: with Options.CursorKeys, cursors carry an HMAC: signed
 // cursors page through the partition (on a GSI and on the index table
 // sharing the key), and unsigned, wrongly signed or otherwise signed cursors
 // are rejected before any request.
 func TestCursorSigned(t *testing.T) {
 	t.Parallel()
 	key := []byte("curx-signing-key-0123456789abcdef")
-	withKey := func(o *Options) { o.CursorKey = key }
+	withKey := func(o *Options) { o.CursorKeys = [][]byte{key} }
 	env := curxSetup(t, map[string]int{"T1": 11}, withKey)
 	want := curxIDs(curxOrder("by_status", env.items["T1"], false))
 	var got []string
@@ -825,6 +830,58 @@ func TestCursorSigned(t *testing.T) {
 	other := slices.Clone(pos)
 	other[0] = "T2"
 	reject("signed-other-partition", signedTb, encodeCursor(d, cursorPos{at: other}, false, key))
+}
+
+// TestCursorKeyRotation: cursors are signed with the first of
+// Options.CursorKeys and accepted when signed with any: a cursor signed
+// before a rotation continues the read after it, and is refused once its key
+// is removed, while the cursors minted after the rotation go on working.
+func TestCursorKeyRotation(t *testing.T) {
+	t.Parallel()
+	keyA, keyB := []byte("curx-rotation-key-A"), []byte("curx-rotation-key-B")
+	env := curxSetup(t, map[string]int{"T1": 10}, func(o *Options) { o.CursorKeys = [][]byte{keyA} })
+	withKeys := func(keys ...[]byte) *Table[curxTicket] {
+		tb, err := New[curxTicket](env.a.client, curxSameOpts(env.a), func(o *Options) { o.CursorKeys = keys })
+		require.NoError(t, err)
+		return tb
+	}
+	want := curxIDs(curxOrder("by_status", env.items["T1"], false))
+	d := curxDef(t, env.a, "by_status")
+	signedBy := func(cursor string, key []byte) bool {
+		_, err := decodeCursor(d, cursor, false, &Options{CursorKeys: [][]byte{key}, MaxCursorBytes: 4096})
+		return err == nil
+	}
+
+	before := curxPage(t, env.a.Query("by_status", "T1").Limit(3))
+	require.NotEmpty(t, before.Cursor)
+	require.True(t, signedBy(before.Cursor, keyA))
+
+	rotated := withKeys(keyB, keyA)
+	got := curxIDs(before.Items)
+	after := curxPage(t, rotated.Query("by_status", "T1").Limit(3).After(before.Cursor))
+	got = append(got, curxIDs(after.Items)...)
+	require.NotEmpty(t, after.Cursor)
+	require.True(t, signedBy(after.Cursor, keyB), "a rotated table signs with its first key")
+	require.False(t, signedBy(after.Cursor, keyA))
+	cursor := after.Cursor
+	for i := 0; cursor != ""; i++ {
+		require.Less(t, i, 10)
+		p := curxPage(t, rotated.Query("by_status", "T1").Limit(3).After(cursor))
+		got = append(got, curxIDs(p.Items)...)
+		cursor = p.Cursor
+	}
+	require.Equal(t, want, got, "a read begun before the rotation ends after it, every item once")
+
+	removed := withKeys(keyB)
+	noCall := func(tb *Table[curxTicket]) *Table[curxTicket] {
+		return &Table[curxTicket]{client: calls{curxNoCallClient{t: t}}, s: tb.s, opts: tb.opts, memo: &memo{}}
+	}
+	curxRejected(t, noCall(removed).Query("by_status", "T1").Limit(3).After(before.Cursor))
+	again := curxPage(t, removed.Query("by_status", "T1").Limit(3).After(after.Cursor))
+	require.Equal(t, want[6:9], curxIDs(again.Items), "the cursors signed with the new key still work")
+
+	_, err := New[curxTicket](nil, func(o *Options) { o.CursorKeys = [][]byte{keyB, {}} })
+	require.ErrorIs(t, err, ErrDeclaration, "an empty key")
 }
 
 // curxMAC appends the HMAC-SHA256 of raw under key, as a signed cursor
@@ -1125,7 +1182,7 @@ func TestCursorTruncated(t *testing.T) {
 			var k []byte
 			if signed {
 				k = key
-				opts = append(opts, func(o *Options) { o.CursorKey = key })
+				opts = append(opts, func(o *Options) { o.CursorKeys = [][]byte{key} })
 			}
 			tb := curxNoCall[curxTicket](t, opts...)
 			for _, index := range []string{"", "by_status", "by_seq", "by_created"} {
@@ -1419,13 +1476,14 @@ func TestCursorNoAdvance(t *testing.T) {
 
 // FuzzDecodeCursor: arbitrary strings fed to decodeCursor, and through a
 // Query's planFor, never panic; every rejection matches ErrInvalidCursor; an
-// accepted token is the canonical encoding of its position, and a position
-// that planFor accepts makes a start key.
+// accepted token is the canonical encoding of its position (signed with one
+// of the keys, on the table whose keys rotated), and a position that planFor
+// accepts makes a start key.
 func FuzzDecodeCursor(f *testing.F) {
-	key := []byte("fuzz-key")
+	key, oldKey := []byte("fuzz-key"), []byte("fuzz-key-before-rotation")
 	plain, err := New[curxTicket](nil)
 	require.NoError(f, err)
-	signed, err := New[curxTicket](nil, func(o *Options) { o.CursorKey = key })
+	signed, err := New[curxTicket](nil, func(o *Options) { o.CursorKeys = [][]byte{key, oldKey} })
 	require.NoError(f, err)
 	indexes := []string{"", "by_status", "by_seq", "by_created"}
 	conds := map[string][]SortCondition{
@@ -1440,6 +1498,9 @@ func FuzzDecodeCursor(f *testing.F) {
 			var k []byte
 			if mode&8 != 0 {
 				tb, k = signed, key
+				if i%2 == 1 {
+					k = oldKey
+				}
 			}
 			d := curxDef(f, tb, indexes[mode%4])
 			tok := encodeCursor(d, cursorPos{at: curxPos(f, tb, d, it)}, mode&4 != 0, k)
@@ -1476,7 +1537,12 @@ func FuzzDecodeCursor(f *testing.F) {
 			if pos.next != nil {
 				require.Len(t, pos.next, len(d.slots))
 			}
-			require.Equal(t, token, encodeCursor(d, pos, desc, tb.opts.CursorKey), "an accepted token is canonical")
+			keys := tb.opts.CursorKeys
+			if keys == nil {
+				keys = [][]byte{nil}
+			}
+			require.True(t, slices.ContainsFunc(keys, func(k []byte) bool { return token == encodeCursor(d, pos, desc, k) }),
+				"an accepted token is canonical")
 		}
 		cs := conds[index]
 		q := tb.Query(index, "T1").Where(cs[int(mode>>4)%len(cs)]).After(token)
@@ -1506,7 +1572,7 @@ func BenchmarkCursorRoundTrip(b *testing.B) {
 			var key []byte
 			if signed {
 				key = []byte("0123456789abcdef0123456789abcdef")
-				opts = append(opts, func(o *Options) { o.CursorKey = key })
+				opts = append(opts, func(o *Options) { o.CursorKeys = [][]byte{key} })
 			}
 			tb, err := New[curxTicket](nil, opts...)
 			require.NoError(b, err)

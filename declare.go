@@ -13,6 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file parses a model's declaration: the TableSpec and IndexSpec
+// tags and the ddbindex tags of its fields, into a schema; layoutOf
+// (index.go) lays each declaration out.
+
 // TableSpec is a zero-size marker: a blank field of this type declares the
 // model's base table in its ddbindex tag.
 //
@@ -148,6 +152,7 @@ type schema struct {
 	attrList   []string           // the same, in field order
 	fields     []*field           // the key fields, each at its ord
 	version    *versionField      // the field tagged ddbindex:"version", if any
+	deleted    *deletedField      // the field tagged ddbindex:"deleted", if any
 }
 
 // versionField is the model's version attribute: an integer that every
@@ -155,6 +160,14 @@ type schema struct {
 type versionField struct {
 	goName string
 	attr   string
+	index  []int
+}
+
+// deletedField is the model's tombstone flag: a bool that reads fill (true
+// for a tombstone) and that no write stores.
+type deletedField struct {
+	goName string
+	attr   string // the attribute attributevalue would store it under; "" for none
 	index  []int
 }
 
@@ -304,6 +317,18 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		}
 	}
 	for _, sf := range allTagged(t) {
+		if strings.TrimSpace(sf.Tag.Get("ddbindex")) == "deleted" {
+			switch {
+			case sf.Type.Kind() != reflect.Bool:
+				return nil, fail(sf.Name, "", "a deleted field must be a bool, not %s", sf.Type)
+			case !sf.IsExported():
+				return nil, fail(sf.Name, "", "a deleted field must be exported: reads set it")
+			case s.deleted != nil:
+				return nil, fail(sf.Name, "", "a second deleted field (the first is %s)", s.deleted.goName)
+			}
+			s.deleted = &deletedField{goName: sf.Name, index: sf.Index}
+			continue
+		}
 		if err := checkTaggedField(sf, avs); err != nil {
 			return nil, fail(sf.Name, "", "%v", err)
 		}
@@ -323,6 +348,11 @@ func parseSchema(t reflect.Type) (*schema, error) {
 			continue
 		}
 		attr, opts := av.name, avTagOptions(sf)
+		if s.deleted != nil && slices.Equal(sf.Index, s.deleted.index) {
+			// Not a stored attribute: writes drop it, reads set it.
+			s.deleted.attr = attr
+			continue
+		}
 		if !s.attrs[attr] {
 			s.attrList = append(s.attrList, attr)
 		}
@@ -479,7 +509,7 @@ func (s *schema) checkAttributeNames() error {
 	owner := map[string]string{}
 	for _, l := range append([]*layout{s.base}, s.indexes...) {
 		for _, k := range []*keyAttr{l.pk, l.sk} {
-			if k == nil || k.native || l.ownTable || (l.kind == LSI && k == s.base.pk) {
+			if !l.onBaseItem(k) {
 				continue // native keys are model attributes; an index table's live in its own table
 			}
 			who := "the derived " + l.label() + " key"

@@ -6,27 +6,36 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Delete removes the item with item's key. A model declared softdelete is
+// Delete removes the item with item's base key (only the base key fields,
+// and the version, are read: the other fields may be unset). A model
+// declared softdelete is
 // marked deleted (DeletedAttr true, TTLAttr set a Retention ahead) instead of
 // removed. With a version field, the stored version must equal item's. In
 // write-through mode the index entries become tombstones in the same
 // transaction. Deleting an item that does not exist is not an error, unless
 // a version is expected.
-func (t *Table[T]) Delete(ctx context.Context, item T) error {
+//
+// optFns are applied to every request Delete sends, as the SDK's own
+// per-call options.
+func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) error {
+	if err := t.writable("Delete"); err != nil {
+		return err
+	}
 	expected := t.version(&item)
 	if t.s.version != nil && expected == 0 {
 		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
 	}
-	p, err := t.prepare(&item, false)
+	key, _, err := t.keyOf(&item)
 	if err != nil {
 		return err
 	}
 	var old map[string]types.AttributeValue
 	if t.writeThrough() {
-		if old, err = t.current(ctx, p.key); err != nil {
+		if old, err = t.current(ctx, key, optFns); err != nil {
 			return err
 		}
 		if old == nil && t.s.version == nil {
@@ -37,8 +46,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	var base action
 	var token string
 	if t.s.softDelete {
-		upd := expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
-			Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
+		upd := t.softDeleteMark()
 		if t.s.version != nil {
 			upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
 		}
@@ -56,12 +64,12 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 			return writeErr("%w", err)
 		}
 		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(t.TableName()), Key: p.key, UpdateExpression: expr.Update(),
+			TableName: aws.String(t.TableName()), Key: key, UpdateExpression: expr.Update(),
 			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}}}
 	} else {
-		del := &types.Delete{TableName: aws.String(t.TableName()), Key: p.key}
+		del := &types.Delete{TableName: aws.String(t.TableName()), Key: key}
 		if hasCond {
 			expr, err := expression.NewBuilder().WithCondition(cond).Build()
 			if err != nil {
@@ -80,7 +88,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 		if t.s.softDelete {
 			ours = func(cur map[string]types.AttributeValue) bool { return t.hasToken(cur, token) }
 		}
-		err := t.single(ctx, "delete", base, expected, ours)
+		err := t.single(ctx, "delete", base, expected, optFns, ours)
 		if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
 			// The only condition was that the item exists (so that the
 			// update does not create it): a missing item is no error.
@@ -92,5 +100,5 @@ func (t *Table[T]) Delete(ctx context.Context, item T) error {
 	if err != nil {
 		return err
 	}
-	return t.transact(ctx, "delete", append([]action{base}, idx...))
+	return t.transact(ctx, "delete", append([]action{base}, idx...), optFns)
 }

@@ -22,7 +22,7 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.EqualValues(t, 1, it.Ver, "a create writes version 1")
 	img1 := wrRaw(t, tb, it)
 	require.EqualValues(t, 1, wrNum(t, img1["ver"]))
-	st, err := tb.Apply(ctx, Change{New: img1, Version: "1"})
+	st, err := tb.Apply(ctx, []Change{{New: img1, Version: "1"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyStats{Changes: 1, Puts: 1}, st)
 	require.Len(t, wrIndex(t, tb, "by_status", false, "T1"), 1)
@@ -45,13 +45,13 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.EqualValues(t, 2, items[0].Ver)
 
 	// Stale and missing versions.
-	wrRequireConflict(t, tb.Delete(ctx, it), "delete", "the item exists with version 1")
+	wrRequireConflict(t, tb.Delete(ctx, it), "delete", "the item is at version 1; found it deleted at version 2: it is deleted already")
 	zero := it
 	zero.Ver = 0
 	require.ErrorIs(t, tb.Delete(ctx, zero), ErrInvalidWrite)
 
 	// The stream path: the soft delete becomes a tombstone of the entry.
-	st, err = tb.Apply(ctx, Change{Old: img1, New: img2, Version: "2"})
+	st, err = tb.Apply(ctx, []Change{{Old: img1, New: img2, Version: "2"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyStats{Changes: 1, Deletes: 1}, st)
 	require.Empty(t, wrIndex(t, tb, "by_status", false, "T1"))
@@ -74,7 +74,7 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	require.Len(t, items, 1)
 	require.Equal(t, "Printer, again", items[0].Title)
 
-	st, err = tb.Apply(ctx, Change{Old: img2, New: img3, Version: "3"})
+	st, err = tb.Apply(ctx, []Change{{Old: img2, New: img3, Version: "3"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyStats{Changes: 1, Puts: 1}, st)
 	live := wrIndex(t, tb, "by_status", false, "T1")
@@ -124,7 +124,7 @@ func TestWriteThroughSoftDeleteTombstone(t *testing.T) {
 	// A stale delete changes nothing, base or index.
 	stale := it
 	stale.Ver = 2
-	wrRequireConflict(t, tb.Delete(ctx, stale), "delete", "the item exists with version 2 (ConditionalCheckFailed)")
+	wrRequireConflict(t, tb.Delete(ctx, stale), "delete", "the item is at version 2 (ConditionalCheckFailed); found it live at version 3: another write came first; re-read it (now version 3), and delete that copy")
 	require.Equal(t, entries, wrScan(t, c, index))
 }
 

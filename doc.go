@@ -25,10 +25,17 @@
 // before the filter), strict Base64 cursors that name logical positions (so
 // they survive the GSI-to-table switch), and a guard against positions that
 // do not advance. [Query.Explain] shows the request without sending it, next
-// to the same query on the other index type.
+// to the same query on the other index type. [Table.Get] and [Table.BatchGet]
+// read items by base key, strongly consistent, and do not return tombstones.
 //
 // On the write side, [Table.Put], [Table.Delete] and [Table.Move] write base
-// items (Move changes key values in one transaction); index tables are kept
+// items (Move changes base key values in one transaction), and [Table.Update]
+// changes an item in place, its GSI and LSI keys too: keep the base key
+// immutable and the value that changes in an index sort key, and Update
+// recomputes derived index keys in the same request, never from stale
+// values. To a caller a soft-deleted item (a tombstone) is absent: Put with
+// version 0 creates it again, and a model field tagged ddbindex:"deleted"
+// shows tombstones to reads that include them. Index tables are kept
 // in step either in the same transaction ([Options].WriteThrough) or from the
 // base table's stream, with every entry conditioned on the version of the
 // change that wrote it: [Table.Apply] applies a [Change], and the package
@@ -37,16 +44,28 @@
 // (stream.Consumer). That package alone imports the DynamoDB Streams client
 // and aws-lambda-go, so a service that only reads does not.
 // [Table.CreateTables] and [Table.CheckSchema] create and verify the tables
-// from the declarations. [Table.Backfill] fills the form of an index that a
-// migration introduces from the items already there — an index table's
-// entries, or a GSI's derived key attributes on the base items — in
+// from the declarations, and [Table.Prepare] brings existing tables to what
+// the declarations need. [Table.Backfill] fills the form of an index that a
+// migration introduces from the items already there (an index table's
+// entries, or a GSI's derived key attributes on the base items) in
 // parallel segments, at a capped write rate, resuming from checkpoints
 // after a crash.
 //
-// Every error matches exactly one sentinel with errors.Is ([ErrInvalidCursor]
-// is the one a client's cursor fails with: HTTP 400) and has a stable code
-// ([Code]); a failed call to DynamoDB (or, in package stream, to DynamoDB
-// Streams or a checkpoint store) is a [*CallError] ([ErrDynamoDB]), which
-// unwraps to the SDK's error. The README's error reference says, per code,
+// Options come as functions that change an options struct ([New]'s
+// [Options], [CreateOptions], [BackfillOptions]); every method that sends
+// requests also takes per-call SDK options (func(*dynamodb.Options)), last,
+// and applies them to each request it sends. A service that only reads
+// builds its table with [NewReadOnly] from a client with the read methods
+// alone ([ReadAPI]); writes on it fail before any request with
+// [ErrUnsupported].
+//
+// Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
+// one a client's cursor fails with: HTTP 400) and has a stable code ([Code]);
+// only errors that carry another (a stream.PoisonRecordError its cause, a
+// consumer pass its record's and its checkpoint's, joined) match a second
+// sentinel, and stream.Consumer.Run returns its context's error as it is. A
+// failed call to DynamoDB (or, in package stream, to DynamoDB Streams or a
+// checkpoint store) is a [*CallError] ([ErrDynamoDB]), which unwraps to the
+// SDK's error. The README's error reference says, per code,
 // why it happens, what to do, and the HTTP status it maps to.
 package ddbindex

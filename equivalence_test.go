@@ -240,7 +240,7 @@ func TestGSITableEquivalence(t *testing.T) {
 		}
 	}
 	rng.Shuffle(len(older), func(i, j int) { older[i], older[j] = older[j], older[i] })
-	redeliver, err := tbl.Apply(ctx, older...)
+	redeliver, err := tbl.Apply(ctx, older)
 	require.NoError(t, err)
 	require.Zero(t, redeliver.Puts+redeliver.Deletes, "older records never overwrite newer entries")
 	t.Logf("replayed %d records, redelivered %d older ones: %+v", replay.Changes, len(older), redeliver)

@@ -49,6 +49,10 @@ var (
 	// so far and a cursor that continues after them.
 	ErrCapReached = &codedError{"DDBX-401", "per-call cap reached"}
 
+	// ErrNotFound: Get found no live item with the key: none is stored, or
+	// it is a tombstone (code DDBX-404).
+	ErrNotFound = &codedError{"DDBX-404", "item not found"}
+
 	// ErrSchemaMismatch: the live tables do not match the declarations
 	// (code DDBX-500). The error lists every mismatch.
 	ErrSchemaMismatch = &codedError{"DDBX-500", "live schema does not match the declarations"}
@@ -58,8 +62,11 @@ var (
 	// change being applied (code DDBX-600).
 	ErrConflict = &codedError{"DDBX-600", "write condition failed"}
 
-	// ErrKeyChange: a write would change a key attribute in place, which
-	// DynamoDB refuses; use Move (code DDBX-601).
+	// ErrKeyChange: an Update would change a key in a way it cannot: a base
+	// key attribute or component (DynamoDB refuses; use Move), a derived
+	// index key attribute or a derived key component otherwise than to a
+	// value, or an index-table key component in write-through mode (use Put)
+	// (code DDBX-601).
 	ErrKeyChange = &codedError{"DDBX-601", "key attributes cannot change in place"}
 
 	// ErrTooManyActions: a transaction would exceed DynamoDB's 100 actions
@@ -73,9 +80,10 @@ var (
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
-	// declared or configured: Backfill of the base table, Update of a
-	// model whose index tables are written through (code DDBX-604). Raised
-	// before any request.
+	// declared or configured: a write on a table made by [NewReadOnly],
+	// Backfill of the base table, Update of a model
+	// whose index tables are written through (code DDBX-604). Raised before
+	// any request.
 	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not
@@ -97,8 +105,9 @@ var (
 	// poison record.
 	ErrStreamRecord = &codedError{"DDBX-702", "malformed stream record"}
 
-	// ErrMalformedItem: a stored item that a read or Backfill cannot use: it
-	// does not unmarshal into the model, or its key attributes do not decode
+	// ErrMalformedItem: a stored item that a read, Backfill or Update cannot
+	// use: it does not unmarshal into the model, or its key attributes (or
+	// the components an Update reads to compute a derived key) do not decode
 	// as the declarations say; a malformed backfill checkpoint (code
 	// DDBX-800). The data, or a declaration
 	// changed under it, needs repair; retrying does not help.
@@ -256,9 +265,11 @@ func (e *CallError) Transient() bool { return IsTransient(e.Err) }
 
 // callErr wraps a non-nil error of a call in a *CallError; nil stays nil.
 // table and index are the request's names (nil when it has none).
+// errReadOnly, a read-only table's client refusing a write without sending
+// it, is no failed call and stays as it is.
 func callErr(op string, table, index *string, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || err == errReadOnly {
+		return err
 	}
 	e := &CallError{Op: op, Err: err}
 	if table != nil {

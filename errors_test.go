@@ -37,6 +37,7 @@ var erSentinels = map[string]error{
 	"ErrInvalidCursor":  ErrInvalidCursor,
 	"ErrNoProgress":     ErrNoProgress,
 	"ErrCapReached":     ErrCapReached,
+	"ErrNotFound":       ErrNotFound,
 	"ErrSchemaMismatch": ErrSchemaMismatch,
 	"ErrConflict":       ErrConflict,
 	"ErrKeyChange":      ErrKeyChange,
@@ -88,6 +89,23 @@ type erBadDecl struct {
 	C string    `dynamodbav:"c" ddbindex:"sk:0"`
 }
 
+// erTomb is soft-deleted, with a field tagged ddbindex:"deleted" that has
+// an attribute name.
+type erTomb struct {
+	_    TableSpec `ddbindex:"er-tombs,pk=PK,sk=SK,softdelete"`
+	Team string    `dynamodbav:"team" ddbindex:"pk,label=TEAM"`
+	ID   string    `dynamodbav:"id" ddbindex:"sk,label=ITEM"`
+	Ver  int64     `dynamodbav:"ver" ddbindex:"version"`
+	Gone bool      `dynamodbav:"gone" ddbindex:"deleted"`
+}
+
+// erBadTomb's deleted field is no bool.
+type erBadTomb struct {
+	_    TableSpec `ddbindex:"er-bad-tombs,softdelete"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Gone string    `dynamodbav:"gone" ddbindex:"deleted"`
+}
+
 // erQueryFake answers Query with query; any other call fails the test.
 type erQueryFake struct {
 	t     *testing.T
@@ -103,6 +121,9 @@ func (f erQueryFake) fail(op string) error {
 }
 func (f erQueryFake) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return nil, f.fail("GetItem")
+}
+func (f erQueryFake) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, f.fail("BatchGetItem")
 }
 func (f erQueryFake) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return nil, f.fail("PutItem")
@@ -138,8 +159,9 @@ type erCase struct {
 
 // erCases returns, for every sentinel, calls that fail with it. Each call
 // is a public operation failing as it does in use; only a transport error
-// needs a fake, and then the failure comes from the fault-injecting
-// transport or the SDK.
+// and DynamoDB's partial BatchGetItem answers (which local servers never
+// give) need a fake, and then the failure comes from the fault-injecting
+// transport or the SDK, or from a fake of the documented answer (gtPartial).
 func erCases() []erCase {
 	return []erCase{
 		{"a broken declaration", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
@@ -148,6 +170,10 @@ func erCases() []erCase {
 		}},
 		{"negative options", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
 			_, err := New[erItem](nil, func(o *Options) { o.Retention = -time.Hour })
+			return err
+		}},
+		{"a deleted field that is no bool", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
+			_, err := New[erBadTomb](nil)
 			return err
 		}},
 		{"a query of an undeclared index", "ErrInvalidQuery", new(*QueryError), func(t *testing.T) error {
@@ -206,6 +232,11 @@ func erCases() []erCase {
 			_, err = tb.Query("", "T").MaxRequests(1).Page(t.Context())
 			return err
 		}},
+		{"a Get of an item that is not stored", "ErrNotFound", nil, func(t *testing.T) error {
+			tb, _ := newTestTable[erItem](t)
+			_, err := tb.Get(t.Context(), erItem{Team: "T", ID: "absent"})
+			return err
+		}},
 		{"CheckSchema of missing tables", "ErrSchemaMismatch", new(*SchemaError), func(t *testing.T) error {
 			c := ddbtest.Client(t)
 			prefix := ddbtest.Name(t, "")
@@ -225,6 +256,35 @@ func erCases() []erCase {
 			require.ErrorAs(t, err, &ccf, "the SDK's error is the conflict's cause")
 			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not a *CallError")
 			return err
+		}},
+		{"an Update of a deleted item", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+			tb, _ := newTestTable[erTomb](t)
+			it, err := tb.Put(t.Context(), erTomb{Team: "T", ID: "1"})
+			require.NoError(t, err)
+			require.NoError(t, tb.Delete(t.Context(), it))
+			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, expression.Set(expression.Name("other"), expression.Value(1)))
+		}},
+		{"an Update that loses the derived-key race twice", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+			tb, c := newTestTable[upTicket](t)
+			h, hc := hooked(t, tb, c)
+			it, err := tb.Put(t.Context(), upTicket{Team: "T", ID: "1", Status: "open", Opened: upT0, Queue: "Q", Prio: 1})
+			require.NoError(t, err)
+			hc.beforeUpdate = func(n int) { // another writer changes a component Update read, before each attempt
+				require.NoError(t, tb.Update(t.Context(), upKey(it), expression.Set(expression.Name("prio"), expression.Value(1+n))))
+			}
+			err = h.Update(t.Context(), upKey(it), expression.Set(expression.Name("status"), expression.Value("closed")))
+			require.Equal(t, 2, hc.updates, "one retry, then the conflict")
+			var ce *ConflictError
+			require.ErrorAs(t, err, &ce)
+			var ccf *types.ConditionalCheckFailedException
+			require.ErrorAs(t, err, &ccf, "the SDK's error is the conflict's cause")
+			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not a *CallError")
+			return err
+		}},
+		{"an Update of a derived GSI key attribute", "ErrKeyChange", nil, func(t *testing.T) error {
+			tb, err := New[upTicket](nil)
+			require.NoError(t, err)
+			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, expression.Set(expression.Name("GSK"), expression.Value("x")))
 		}},
 		{"an Update of a base key component", "ErrKeyChange", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
@@ -256,10 +316,21 @@ func erCases() []erCase {
 			_, err = tb.Put(t.Context(), erItem{Team: "T", ID: "1", Title: strings.Repeat("x", 1100)})
 			return err
 		}},
+		{"a Put of an item read as deleted", "ErrInvalidWrite", nil, func(t *testing.T) error {
+			tb, err := New[erTomb](nil)
+			require.NoError(t, err)
+			_, err = tb.Put(t.Context(), erTomb{Team: "T", ID: "1", Gone: true})
+			return err
+		}},
+		{"an Update of the deleted field", "ErrInvalidWrite", nil, func(t *testing.T) error {
+			tb, err := New[erTomb](nil)
+			require.NoError(t, err)
+			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, expression.Set(expression.Name("gone"), expression.Value(false)))
+		}},
 		{"a change with a malformed version", "ErrInvalidWrite", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
-			_, err = tb.Apply(t.Context(), Change{Version: "v1"})
+			_, err = tb.Apply(t.Context(), []Change{{Version: "v1"}})
 			return err
 		}},
 		{"Backfill options out of range", "ErrInvalidWrite", nil, func(t *testing.T) error {
@@ -298,6 +369,12 @@ func erCases() []erCase {
 			require.NoError(t, err)
 			return tb.Update(t.Context(), erItem{Team: "T", ID: "1"}, expression.Set(expression.Name("other"), expression.Value(1)))
 		}},
+		{"a write on a read-only table", "ErrUnsupported", nil, func(t *testing.T) error {
+			tb, err := NewReadOnly[erItem](nil)
+			require.NoError(t, err)
+			_, err = tb.Put(t.Context(), erItem{Team: "T", ID: "1"})
+			return err
+		}},
 		{"an item that does not unmarshal", "ErrMalformedItem", nil, func(t *testing.T) error {
 			tb, c := newTestTable[erItem](t)
 			av, err := tb.Marshal(erItem{Team: "T", ID: "1", Rank: 1})
@@ -307,6 +384,17 @@ func erCases() []erCase {
 			require.NoError(t, err)
 			_, err = tb.Query("", "T").Page(t.Context())
 			return err
+		}},
+		{"an Update whose stored key component does not decode", "ErrMalformedItem", nil, func(t *testing.T) error {
+			tb, c := newTestTable[upTicket](t)
+			av, err := tb.Marshal(upTicket{Team: "T", ID: "1", Status: "open", Opened: upT0, Queue: "Q", Prio: 1})
+			require.NoError(t, err)
+			av["opened"] = &types.AttributeValueMemberS{Value: "soon"} // no time
+			_, err = c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(tb.TableName()), Item: av})
+			require.NoError(t, err)
+			// status and opened make by_status's derived sort key: Update
+			// reads opened to compute it.
+			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, expression.Set(expression.Name("status"), expression.Value("closed")))
 		}},
 		{"an item whose keys do not decode", "ErrMalformedItem", nil, func(t *testing.T) error {
 			// A server's answer (a fake's: a page is read to its end, so
@@ -351,6 +439,30 @@ func erCases() []erCase {
 			require.False(t, IsTransient(err))
 			var nf *types.ResourceNotFoundException
 			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
+			return err
+		}},
+		{"a read-only table's Get of a missing table", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
+			name := ddbtest.Name(t, "missing")
+			tb, err := NewReadOnly[erItem](&roClient{c: ddbtest.Client(t)}, func(o *Options) { o.TableName = func(string) string { return name } })
+			require.NoError(t, err)
+			_, err = tb.Get(t.Context(), erItem{Team: "T", ID: "1"})
+			var ce *CallError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, CallError{Op: "GetItem", Table: name, Err: ce.Err}, *ce)
+			var nf *types.ResourceNotFoundException
+			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
+			return err
+		}},
+		{"BatchGet keys left unprocessed", "ErrDynamoDB", new(*unprocessedError), func(t *testing.T) error {
+			tb, c := newTestTable[erItem](t, func(o *Options) { o.Retry = RetryOptions{MaxAttempts: 2, BaseDelay: time.Microsecond} })
+			tb.client = calls{&gtPartial{Client: c, serve: 0}} // DynamoDB's documented partial answer
+			_, err := tb.BatchGet(t.Context(), []erItem{{Team: "T", ID: "1"}, {Team: "T", ID: "2"}})
+			var ce *CallError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "BatchGetItem", ce.Op)
+			require.Equal(t, tb.TableName(), ce.Table)
+			require.True(t, ce.Transient(), "unprocessed keys are worth asking for later")
+			require.True(t, IsTransient(err))
 			return err
 		}},
 		{"a canceled context", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ddbindex/ddbindex"
@@ -52,18 +53,27 @@ type Ticket struct {
 // exampleTickets creates the example's tables under unique names, with
 // index tables written through, and fills them.
 func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
+	tickets, _, cleanup := exampleTicketsNamed(ctx)
+	return tickets, cleanup
+}
+
+// exampleTicketsNamed is exampleTickets, and the option that names its
+// tables.
+func exampleTicketsNamed(ctx context.Context) (*ddbindex.Table[Ticket], func(*ddbindex.Options), func()) {
 	client := ddbtest.NewClient()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
-	tickets, err := ddbindex.New[Ticket](client, func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return prefix + s }
+	naming := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } }
+	tickets, err := ddbindex.New[Ticket](client, naming, func(o *ddbindex.Options) {
 		o.WriteThrough = ddbtest.Has(ddbtest.Transactions)
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = tickets.CreateTables(ctx, client, ddbindex.CreateOptions{NoTTL: !ddbtest.Has(ddbtest.TTL), NoStream: true})
+	err = tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) {
+		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), true
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -82,12 +92,77 @@ func exampleTickets(ctx context.Context) (*ddbindex.Table[Ticket], func()) {
 			// Without transactions, write the index table entries the way
 			// a stream consumer would.
 			av, _ := tickets.Marshal(t)
-			if _, err := tickets.Apply(ctx, ddbindex.Change{New: av, Version: "1"}); err != nil {
+			if _, err := tickets.Apply(ctx, []ddbindex.Change{{New: av, Version: "1"}}); err != nil {
 				log.Fatal(err)
 			}
 		}
 	}
-	return tickets, cleanup
+	return tickets, naming, cleanup
+}
+
+// Get reads one ticket by its base key (team, status, id); a key with no
+// live item is ErrNotFound.
+func ExampleTable_Get() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	t, err := tickets.Get(ctx, Ticket{Team: "TEAM-7", Status: "pending", ID: "8842"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(t.ID, t.Title, t.Version)
+	_, err = tickets.Get(ctx, Ticket{Team: "TEAM-7", Status: "open", ID: "8842"})
+	fmt.Println(errors.Is(err, ddbindex.ErrNotFound), ddbindex.Code(err))
+	// Output:
+	// 8842 ticket 2 1
+	// true DDBX-404
+}
+
+// BatchGet reads many tickets at once, in the order of the keys: a key
+// with no item yields nothing, a key given twice yields its item twice.
+func ExampleTable_BatchGet() {
+	ctx := context.Background()
+	tickets, cleanup := exampleTickets(ctx)
+	defer cleanup()
+
+	got, err := tickets.BatchGet(ctx, []Ticket{
+		{Team: "TEAM-7", Status: "closed", ID: "8844"},
+		{Team: "TEAM-7", Status: "open", ID: "9999"},
+		{Team: "TEAM-7", Status: "open", ID: "8840"},
+		{Team: "TEAM-7", Status: "closed", ID: "8844"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range got {
+		fmt.Println(t.ID, t.Status)
+	}
+	// Output:
+	// 8844 closed
+	// 8840 open
+	// 8844 closed
+}
+
+// A service that only reads builds its table from a client with only the
+// read methods; a write fails before any request.
+func ExampleNewReadOnly() {
+	ctx := context.Background()
+	_, naming, cleanup := exampleTicketsNamed(ctx)
+	defer cleanup()
+
+	var client ddbindex.ReadAPI = ddbtest.NewClient() // any client with GetItem, BatchGetItem and Query
+	tickets, err := ddbindex.NewReadOnly[Ticket](client, naming)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ok, err := tickets.Query("by_status", "TEAM-7").Where(ddbindex.Eq("pending")).Exists(ctx)
+	fmt.Println(ok, err)
+	_, err = tickets.Put(ctx, Ticket{Team: "TEAM-7", Status: "open", ID: "9000"})
+	fmt.Println(errors.Is(err, ddbindex.ErrUnsupported), ddbindex.Code(err))
+	// Output:
+	// true <nil>
+	// true DDBX-604
 }
 
 // Page through a team's open tickets, oldest first, two at a time: each
@@ -160,7 +235,7 @@ func ExampleQuery_Exists() {
 		before, _ := tickets.Marshal(pending)
 		closed.Version = 2
 		after, _ := tickets.Marshal(closed)
-		if _, err := tickets.Apply(ctx, ddbindex.Change{Old: before, Version: "2"}, ddbindex.Change{New: after, Version: "2"}); err != nil {
+		if _, err := tickets.Apply(ctx, []ddbindex.Change{{Old: before, Version: "2"}, {New: after, Version: "2"}}); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -211,15 +286,96 @@ func ExampleEncodeKey() {
 	// open#
 }
 
+// Case keeps its base key immutable and its status, which changes, in a GSI
+// sort key (status, then opened): the design that lets a plain update move
+// it in the team's status order.
+type Case struct {
+	_ ddbindex.TableSpec `ddbindex:"example-cases,softdelete"`
+	_ ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,sk=GSI1SK"`
+
+	ID      string    `dynamodbav:"id"     ddbindex:"pk"`
+	Team    string    `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Opened  time.Time `dynamodbav:"opened" ddbindex:"by_status.sk:1"`
+	Version int64     `dynamodbav:"version" ddbindex:"version"`
+	Deleted bool      `dynamodbav:"-" ddbindex:"deleted"`
+}
+
+// Update changes a GSI sort key component in place: ddbindex recomputes the
+// derived key (GSI1SK = status#opened#id) in the same UpdateItem, from the
+// new status and the stored opened time. A deleted case is absent to a
+// caller: Put with version 0 creates it again, and reads that include
+// tombstones show which entries are deleted.
+func ExampleTable_Update() {
+	ctx := context.Background()
+	client := ddbtest.NewClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	cases, err := ddbindex.New[Case](client, func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } })
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := cases.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = !ddbtest.Has(ddbtest.TTL) }); err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(cases.TableName())})
+	}()
+	opened := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		c := Case{ID: fmt.Sprint("C", i), Team: "TEAM-7", Status: "open", Opened: opened.Add(time.Duration(i) * time.Hour)}
+		if _, err := cases.Put(ctx, c); err != nil {
+			log.Fatal(err)
+		}
+	}
+	list := func() {
+		for c, err := range cases.Query("by_status", "TEAM-7").IncludeDeleted().All(ctx) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println(c.ID, c.Status, c.Version, c.Deleted)
+		}
+	}
+
+	// The key needs the base key only.
+	if err := cases.Update(ctx, Case{ID: "C1"}, expression.Set(expression.Name("status"), expression.Value("closed"))); err != nil {
+		log.Fatal(err)
+	}
+	if err := cases.Delete(ctx, Case{ID: "C2", Version: 1}); err != nil {
+		log.Fatal(err)
+	}
+	list()
+	fmt.Println("--")
+	again, err := cases.Put(ctx, Case{ID: "C2", Team: "TEAM-7", Status: "pending", Opened: opened})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("created again at version", again.Version)
+	list()
+	// Output:
+	// C1 closed 2 false
+	// C0 open 1 false
+	// C2 open 2 true
+	// --
+	// created again at version 3
+	// C1 closed 2 false
+	// C0 open 1 false
+	// C2 pending 3 false
+}
+
 // httpStatus is the HTTP status a service answers a failed call with, by
 // the error's code (the README's error reference gives the reasons): 400
 // for what the request brought (a cursor, a condition value, an item that
-// cannot be stored), 409 for a lost conditional write, 503 for a DynamoDB
-// call that a later attempt may get through, 500 for everything else.
+// cannot be stored), 404 for an item Get does not find, 409 for a lost
+// conditional write, 503 for a DynamoDB call that a later attempt may get
+// through, 500 for everything else.
 func httpStatus(err error) int {
 	switch ddbindex.Code(err) {
 	case "DDBX-200", "DDBX-201", "DDBX-300", "DDBX-603":
 		return http.StatusBadRequest
+	case "DDBX-404":
+		return http.StatusNotFound
 	case "DDBX-600":
 		return http.StatusConflict
 	case "DDBX-900":
@@ -248,7 +404,7 @@ func withErrors(h func(http.ResponseWriter, *http.Request) error) http.HandlerFu
 	}
 }
 
-// ticketAPI lists a team's tickets and creates tickets.
+// ticketAPI lists a team's tickets, reads one, and creates tickets.
 func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /tickets", withErrors(func(w http.ResponseWriter, r *http.Request) error {
@@ -258,6 +414,14 @@ func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
 			return err
 		}
 		fmt.Fprintf(w, "%d tickets", len(page.Items))
+		return nil
+	}))
+	mux.Handle("GET /tickets/{status}/{id}", withErrors(func(w http.ResponseWriter, r *http.Request) error {
+		t, err := tickets.Get(r.Context(), Ticket{Team: "TEAM-7", Status: r.PathValue("status"), ID: r.PathValue("id")})
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(w, t.Title)
 		return nil
 	}))
 	mux.Handle("POST /tickets/{id}", withErrors(func(w http.ResponseWriter, r *http.Request) error {
@@ -272,8 +436,9 @@ func ticketAPI(tickets *ddbindex.Table[Ticket]) http.Handler {
 }
 
 // Map errors to HTTP statuses in a middleware, by their code: a tampered
-// cursor is the client's error, a ticket created twice a conflict, and a
-// throttled DynamoDB a reason to come back later.
+// cursor is the client's error, a ticket that is not there not found, a
+// ticket created twice a conflict, and a throttled DynamoDB a reason to come
+// back later.
 func ExampleCode_httpStatus() {
 	ctx := context.Background()
 	tickets, cleanup := exampleTickets(ctx)
@@ -301,6 +466,8 @@ func ExampleCode_httpStatus() {
 	}{
 		{ticketAPI(tickets), "GET", "/tickets?team=TEAM-7"},
 		{ticketAPI(tickets), "GET", "/tickets?team=TEAM-7&cursor=tampered"},
+		{ticketAPI(tickets), "GET", "/tickets/open/8840"},
+		{ticketAPI(tickets), "GET", "/tickets/open/9999"},
 		{ticketAPI(tickets), "POST", "/tickets/9000"},
 		{ticketAPI(tickets), "POST", "/tickets/8840"},
 		{ticketAPI(busy), "GET", "/tickets?team=TEAM-7"},
@@ -316,15 +483,17 @@ func ExampleCode_httpStatus() {
 	// Output:
 	// GET /tickets?team=TEAM-7 → 200 2 tickets
 	// GET /tickets?team=TEAM-7&cursor=tampered → 400 DDBX-300
+	// GET /tickets/open/8840 → 200 ticket 0
+	// GET /tickets/open/9999 → 404 DDBX-404
 	// POST /tickets/9000 → 201
 	// POST /tickets/8840 → 409 DDBX-600
 	// GET /tickets?team=TEAM-7 → 503 DDBX-900 (Retry-After: 1)
 }
 
-// Order is an order, listed per customer by state and id, at the step of a
+// CustomerOrder is an order, listed per customer by state and id, at the step of a
 // rollback from an index table to a GSI where reads still use the table and
 // every write keeps the GSI's derived attributes too (keep=gsi).
-type Order struct {
+type CustomerOrder struct {
 	_        ddbindex.TableSpec `ddbindex:"example-orders"`
 	_        ddbindex.IndexSpec `ddbindex:"by_state,type=table,keep=gsi"`
 	ID       string             `dynamodbav:"id"       ddbindex:"pk;by_state.sk:1"`
@@ -332,9 +501,9 @@ type Order struct {
 	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk:0"`
 }
 
-// OrderBefore is the step before: the index table alone. Its writes leave
+// CustomerOrderBefore is the step before: the index table alone. Its writes leave
 // the GSI's attributes out.
-type OrderBefore struct {
+type CustomerOrderBefore struct {
 	_        ddbindex.TableSpec `ddbindex:"example-orders"`
 	_        ddbindex.IndexSpec `ddbindex:"by_state,type=table"`
 	ID       string             `dynamodbav:"id"       ddbindex:"pk;by_state.sk:1"`
@@ -352,11 +521,11 @@ func ExampleTable_Backfill() {
 	_, _ = rand.Read(b[:])
 	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
 	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } }
-	orders, err := ddbindex.New[Order](client, names)
+	orders, err := ddbindex.New[CustomerOrder](client, names)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := orders.CreateTables(ctx, client, ddbindex.CreateOptions{NoTTL: true, NoStream: true}); err != nil {
+	if err := orders.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL, o.NoStream = true, true }); err != nil {
 		log.Fatal(err)
 	}
 	defer func() {
@@ -364,12 +533,12 @@ func ExampleTable_Backfill() {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
 	}()
-	before, err := ddbindex.New[OrderBefore](client, names)
+	before, err := ddbindex.New[CustomerOrderBefore](client, names)
 	if err != nil {
 		log.Fatal(err)
 	}
 	for i, state := range []string{"shipped", "open", "paid", "open", "shipped"} {
-		if _, err := before.Put(ctx, OrderBefore{ID: fmt.Sprint("o-", i), Customer: "c-1", State: state}); err != nil {
+		if _, err := before.Put(ctx, CustomerOrderBefore{ID: fmt.Sprint("o-", i), Customer: "c-1", State: state}); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -409,4 +578,61 @@ func ExampleTable_Backfill() {
 	// shipped o-0
 	// shipped o-4
 	// scanned 0, segments already done 2
+}
+
+// Order is a shop order; a GSI lists a customer's orders by the time they
+// were placed.
+type Order struct {
+	_ ddbindex.TableSpec `ddbindex:"example-orders"`
+	_ ddbindex.IndexSpec `ddbindex:"by_customer,type=gsi"`
+
+	ID       string    `dynamodbav:"id"       ddbindex:"pk"`
+	Customer string    `dynamodbav:"customer" ddbindex:"by_customer.pk"`
+	Placed   time.Time `dynamodbav:"placed"   ddbindex:"by_customer.sk"`
+}
+
+// Prepare creates what the declarations need and the account lacks (here
+// everything: the base table with its GSI, and the control table of the
+// routes), waits until it is active, and says what it did; CheckSchema then
+// passes, and a second call has nothing to do. On tables that exist, it adds
+// the missing GSIs and index tables, the stream and TTL.
+func ExampleTable_Prepare() {
+	ctx := context.Background()
+	client := ddbtest.NewClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	orders, err := ddbindex.New[Order](client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return prefix + s }
+		o.ControlTable = prefix + "routes"
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		for _, name := range []string{orders.TableName(), prefix + "routes"} {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+		}
+	}()
+
+	report, err := orders.Prepare(ctx, client, func(o *ddbindex.PrepareOptions) {
+		o.WaitMinDelay = 10 * time.Millisecond // a local server is quick
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, step := range report.Steps {
+		fmt.Println(strings.ReplaceAll(step, prefix, ""))
+	}
+	fmt.Println("schema check:", orders.CheckSchema(ctx, client))
+	again, err := orders.Prepare(ctx, client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("second call changed something:", again.Changed())
+	// Output:
+	// created table example-orders (GSI by_customer)
+	// created table routes
+	// schema check: <nil>
+	// second call changed something: false
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file shows a query's first request without sending it (Explain),
+// as the index is declared and as the other kind of index.
+
 // Explanation shows, without sending anything, the first request a query
 // sends, and the same query as it would run on the other index type.
 type Explanation struct {
@@ -140,7 +143,7 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		if limit == 0 {
 			limit = DefaultPageSize
 		}
-		pg := newPager(q, p, true)
+		pg := newPager(q, p, true, nil)
 		return &Request{Kind: d.kind, Input: pg.request(pg.size.next(pageWant(limit, true)))}, nil
 	}
 	r, err := first(q, d)

@@ -63,7 +63,7 @@ func xtForged[T any](t *testing.T, tb *Table[T], index string, texts ...string) 
 	d, err := tb.index(index)
 	require.NoError(t, err)
 	require.Len(t, texts, len(d.slots))
-	return encodeCursor(d, cursorPos{at: position(texts)}, false, tb.opts.CursorKey)
+	return encodeCursor(d, cursorPos{at: position(texts)}, false, tb.opts.signingKey())
 }
 
 // xtTable returns a Table for T that must not send anything.
@@ -100,7 +100,7 @@ func xtCursor[T any](t *testing.T, tb *Table[T], index string, item T, desc bool
 	}
 	pos, err := d.positionOf(av)
 	require.NoError(t, err)
-	return encodeCursor(d, cursorPos{at: pos}, desc, tb.opts.CursorKey)
+	return encodeCursor(d, cursorPos{at: pos}, desc, tb.opts.signingKey())
 }
 
 func xtEnc(t *testing.T, components ...any) string {
@@ -377,7 +377,7 @@ func TestExplainCursor(t *testing.T) {
 
 	// Signed cursors.
 	key := []byte("secret")
-	signed := xtTable[qtSwG](t, func(o *Options) { o.CursorKey = key })
+	signed := xtTable[qtSwG](t, func(o *Options) { o.CursorKeys = [][]byte{key} })
 	scur := xtCursor(t, signed, "by_state", item, false)
 	assert.NotNil(t, xtExplain(t, signed.Query("by_state", "o1").After(scur)).Request.Input.ExclusiveStartKey)
 	_, err = signed.Query("by_state", "o1").After(cur).Explain()

@@ -28,9 +28,8 @@ func newTestTable[T any](t testing.TB, optFns ...func(*Options)) (*Table[T], *dy
 	for _, in := range tb.CreateTableInputs(false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	err = tb.CreateTables(context.Background(), c, CreateOptions{
-		NoTTL:    !ddbtest.Has(ddbtest.TTL),
-		NoStream: !ddbtest.Has(ddbtest.Streams),
+	err = tb.CreateTables(context.Background(), c, func(o *CreateOptions) {
+		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
 	})
 	require.NoError(t, err)
 	return tb, c

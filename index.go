@@ -9,6 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file holds the kinds of index and layoutOf, the one function that
+// turns a declaration and a kind into a layout: which table and index hold
+// the entries, their key attributes, and how reads of them behave.
+
 // Kind is the type of an index: how it is stored and who keeps it up to date.
 type Kind uint8
 
@@ -135,6 +139,14 @@ func (s *schema) keyAttr(def *layout, part, name string, comps, suffix []*compon
 		k.scalar = types.ScalarAttributeTypeB
 	}
 	return k, nil
+}
+
+// onBaseItem reports whether k, one of l's key attributes, is a derived
+// attribute that l itself keeps on the base item: not a native key (a model
+// attribute), not in an index table, and not the base table's partition key
+// that an LSI shares.
+func (l *layout) onBaseItem(k *keyAttr) bool {
+	return k != nil && !k.native && !l.ownTable && !(l.kind == LSI && k == l.schema.base.pk)
 }
 
 func (d *layout) label() string {

@@ -361,8 +361,14 @@ func (s *ApplyStats) add(o ApplyStats) {
 // change's (or absent); a write that finds a newer or equal version is
 // skipped and counted as Stale, which makes Apply idempotent and safe to
 // call with redelivered or reordered changes.
-func (t *Table[T]) Apply(ctx context.Context, changes ...Change) (ApplyStats, error) {
+//
+// optFns are applied to every request Apply sends, as the SDK's own per-call
+// options.
+func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*dynamodb.Options)) (ApplyStats, error) {
 	var st ApplyStats
+	if err := t.writable("Apply"); err != nil {
+		return st, err
+	}
 	for _, c := range changes {
 		writes, err := t.IndexWrites(c)
 		if err != nil {
@@ -370,7 +376,7 @@ func (t *Table[T]) Apply(ctx context.Context, changes ...Change) (ApplyStats, er
 		}
 		st.Changes++
 		for _, w := range writes {
-			stale, err := t.putEntry(ctx, w, c.Version)
+			stale, err := t.putEntry(ctx, w, c.Version, optFns...)
 			if err != nil {
 				return st, err
 			}
@@ -395,7 +401,7 @@ func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder 
 	return v.AttributeNotExists().Or(v.LessThan(expression.Value(&types.AttributeValueMemberN{Value: version})))
 }
 
-func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (stale bool, err error) {
+func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string, optFns ...func(*dynamodb.Options)) (stale bool, err error) {
 	expr, err := expression.NewBuilder().WithCondition(t.versionCondition(version)).Build()
 	if err != nil {
 		return false, writeErr("%w", err)
@@ -406,7 +412,7 @@ func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string) (
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
-	})
+	}, optFns...)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return true, nil

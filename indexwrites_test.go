@@ -337,7 +337,7 @@ func TestIndexWritesStoredForms(t *testing.T) {
 func TestApplyRejectsBadVersion(t *testing.T) {
 	t.Parallel()
 	tb := syTable(t) // nil client: nothing may be sent
-	st, err := tb.Apply(t.Context(), Change{New: syImage(t, tb, syBase()), Version: "x"})
+	st, err := tb.Apply(t.Context(), []Change{{New: syImage(t, tb, syBase()), Version: "x"}})
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, st)
 }

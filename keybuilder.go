@@ -816,6 +816,13 @@ func upperBound(p string, more bool) string {
 	return p + string(escapeByte)
 }
 
+// compositeSuccessor returns a text that sorts after the composite key key
+// and before every composite key greater than it: key and '!'. No byte of a
+// composite key is below the separator '#' (escaped bytes are written as
+// "$XX"), so a greater key that starts with key goes on with a byte above
+// '!', and any other greater key differs from key before its end.
+func compositeSuccessor(key string) string { return key + "!" }
+
 // splitRaw splits an encoded composite key at its separators, leaving each
 // component encoded.
 func splitRaw(key string) []string { return strings.Split(key, string(Separator)) }

@@ -14,14 +14,15 @@ import (
 // DynamoDB key condition, with the prefix and bounds the key codec
 // (keybuilder.go) gives. With p the encoded leading components:
 //
-//	when more components follow p in the stored key (always for an index
-//	table, whose key ends with the base key; and for a GSI or LSI composite):
+//	when more components follow p in the stored key (fewer values than sort
+//	components, or an index key that ends with the base key components it
+//	lacks: see baseSuffix):
 //	  = p   begins_with(SK, exactPrefix(p))
 //	  < p   SK < lowerBound(p)        >= p  SK >= lowerBound(p)
 //	  <= p  SK < upperBound(p)        > p   SK > upperBound(p)
 //	  BETWEEN p AND q: SK BETWEEN lowerBound(p) AND upperBound(q)
-//	when p is the whole stored key (a native key, or a base-table composite
-//	with every component given):
+//	when p is the whole stored key (a native key, or a composite with every
+//	component given and no base key suffix: always the base table's):
 //	  = p  SK = p   < p  SK < p   <= p  SK <= p   > p  SK > p   >= p  SK >= p
 //	  BETWEEN p AND q: SK BETWEEN p AND q
 

@@ -487,9 +487,7 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	case d.sk.scalar == types.ScalarAttributeTypeB:
 		k = ord + "\x00" // nothing sorts between a byte string and itself plus a zero byte
 	case !d.sk.native:
-		// A composite key holds no byte below the separator '#': nothing the
-		// codec writes sorts between a key and the key plus one.
-		k = ord + "!"
+		k = compositeSuccessor(ord)
 	default:
 		return nil, false // a native String may hold any character
 	}

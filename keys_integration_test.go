@@ -734,6 +734,9 @@ func (c kiFailingClient) Query(context.Context, *dynamodb.QueryInput, ...func(*d
 func (c kiFailingClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return nil, c.fail("GetItem")
 }
+func (c kiFailingClient) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, c.fail("BatchGetItem")
+}
 func (c kiFailingClient) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return nil, c.fail("PutItem")
 }

@@ -14,7 +14,8 @@ import (
 // table.
 
 // Marshal returns item as the base table stores it: attributevalue's map of
-// the model, plus the derived attributes of the base key and of every GSI and
+// the model (without its field tagged ddbindex:"deleted", which is never
+// stored), plus the derived attributes of the base key and of every GSI and
 // LSI the item is in (an item whose index components are absent is left out
 // of that index: a sparse index).
 //
@@ -44,6 +45,9 @@ func (t *Table[T]) marshal(item *T) (map[string]types.AttributeValue, keyTexts, 
 	av, err := attributevalue.MarshalMapWithOptions(item, marshalOptions)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: marshal %s: %w", ErrInvalidWrite, t.s.model, err)
+	}
+	if d := t.s.deleted; d != nil && d.attr != "" {
+		delete(av, d.attr) // filled by reads, never stored
 	}
 	texts, err := t.s.storedTexts(reflect.ValueOf(item).Elem(), av)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // This file backs a GSI-to-index-table migration, in the write-up's steps:
@@ -33,7 +35,7 @@ const maxDifferences = 20
 // GSI-to-table migration. alternateTable names the index table when it is
 // not the default (TABLE-INDEX); it is ignored when the declared index is
 // itself the index table.
-func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparison, error) {
+func (q Query[T]) Compare(ctx context.Context, alternateTable string, optFns ...func(*dynamodb.Options)) (*Comparison, error) {
 	d, err := q.t.index(q.index)
 	if err != nil {
 		return nil, err
@@ -63,7 +65,7 @@ func (q Query[T]) Compare(ctx context.Context, alternateTable string) (*Comparis
 			if err != nil {
 				return nil, err
 			}
-			page, err := fill(ctx, cq, p, limit, true)
+			page, err := fill(ctx, cq, p, limit, true, optFns)
 			if err != nil {
 				return nil, err
 			}

@@ -109,7 +109,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	img, err := gsi.Marshal(posts[11])
 	require.NoError(t, err)
 	require.NoError(t, gsi.Delete(ctx, posts[11]))
-	_, err = table.Apply(ctx, Change{Old: img, Version: "7"})
+	_, err = table.Apply(ctx, []Change{{Old: img, Version: "7"}})
 	require.NoError(t, err)
 	for i, q := range queries {
 		c, err := q.Compare(ctx, "")
@@ -149,9 +149,9 @@ func TestCompareReportsDifferences(t *testing.T) {
 	require.Contains(t, c.Differences[0], `id="p004"`)
 
 	// An item only in the index table shifts every later item of its page.
-	_, err = table.Apply(ctx, Change{New: map[string]typesAV{
+	_, err = table.Apply(ctx, []Change{{New: map[string]typesAV{
 		"id": avS("zzz"), "feed": avS("global"), "at": avN("1733000000500"), "text": avS("ghost"),
-	}, Version: "9"})
+	}, Version: "9"}})
 	require.NoError(t, err)
 	c, err = gsi.Query("newest", "global").Limit(50).Compare(ctx, "")
 	require.NoError(t, err)

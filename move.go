@@ -5,20 +5,28 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Move changes an item's key values: one TransactWriteItems deletes the item
-// at from's key (condition: it exists, with from's version when the model has
-// a version field) and puts to at its key (condition: nothing is there), plus
-// the index-table writes in write-through mode. It returns to as written
-// (with the version from's plus one). A move to the same key is refused with
-// ErrInvalidWrite (use Put), and so is a move from version 0 of a model with a
-// version field. A lost condition is a *ConflictError naming it.
+// at from's key (condition: it exists and is not deleted, with from's version
+// when the model has a version field) and puts to at its key (condition:
+// nothing is there, not even a tombstone), plus the index-table writes in
+// write-through mode. It returns to as written (with the version from's plus
+// one). A move to the same key is refused with ErrInvalidWrite (use Put), and
+// so is a move from version 0 of a model with a version field. A lost
+// condition is a *ConflictError naming it, what was found, and what to do.
 //
 // DynamoDB cannot update a key attribute in place; Move is how a ticket whose
 // status is part of its sort key changes status.
-func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
+//
+// optFns are applied to every request Move sends, as the SDK's own per-call
+// options.
+func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamodb.Options)) (T, error) {
+	if err := t.writable("Move"); err != nil {
+		return to, err
+	}
 	expected := t.version(&from)
 	if t.s.version != nil && expected == 0 {
 		// Without it the move would go unchecked and write version 1,
@@ -39,15 +47,20 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	}
 	var old map[string]types.AttributeValue
 	if t.writeThrough() {
-		if old, err = t.current(ctx, pf.key); err != nil {
+		if old, err = t.current(ctx, pf.key, optFns); err != nil {
 			return to, err
 		}
 		if old == nil {
-			return to, &ConflictError{Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " exists"}}
+			return to, &ConflictError{Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " holds the item; " + t.found(nil, expected, "move")}}
 		}
 	}
 	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
-	what := "the old key " + keyString(pf.key) + " exists"
+	what := "the old key " + keyString(pf.key) + " holds the item"
+	if t.s.softDelete {
+		// A tombstone is absent to a caller: there is nothing to move.
+		cond = cond.And(liveCondition(&t.opts))
+		what = "the old key " + keyString(pf.key) + " holds the item, not deleted"
+	}
 	if g, gwhat, ok := t.guard(expected, old, t.writeThrough()); ok {
 		cond, what = cond.And(g), what+" and "+gwhat
 	}
@@ -62,7 +75,14 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 	}}}}
 	put, err := t.putAction(pt.av, expression.Name(t.s.base.pk.attr).AttributeNotExists(), "the new key "+keyString(pt.key)+" is free",
 		func(cur map[string]types.AttributeValue) string {
-			return "found " + t.state(cur) + " there: another item holds the new key; move to another key, or remove that item first"
+			ver := ""
+			if v := t.storedVersion(cur); v != "" {
+				ver = " at version " + v
+			}
+			if t.opts.isTombstone(cur) {
+				return "found a deleted item there" + ver + ": Move does not write over a tombstone, which keeps its key until TTL removes it; move to another key"
+			}
+			return "found another item there" + ver + ": move to another key, or delete that item first"
 		})
 	if err != nil {
 		return to, err
@@ -80,5 +100,5 @@ func (t *Table[T]) Move(ctx context.Context, from, to T) (T, error) {
 		}
 		acts = append(append(acts, gone...), came...)
 	}
-	return to, t.transact(ctx, "move", acts)
+	return to, t.transact(ctx, "move", acts, optFns)
 }

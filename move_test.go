@@ -53,13 +53,13 @@ func TestWriteMove(t *testing.T) {
 			_, err = tb.Move(ctx, it, again)
 			ce := wrRequireConflict(t, err, "move", "the old key {PK=")
 			require.Contains(t, ce.Failed[0], "STATUS#open")
-			require.Contains(t, ce.Failed[0], "exists")
+			require.Contains(t, ce.Failed[0], "holds the item")
 
 			// A stale version at the right key.
 			stale := moved
 			stale.Ver = 1
 			_, err = tb.Move(ctx, stale, again)
-			ce = wrRequireConflict(t, err, "move", "the item exists with version 1 (ConditionalCheckFailed)")
+			ce = wrRequireConflict(t, err, "move", "the item is at version 1 (ConditionalCheckFailed)")
 			require.Contains(t, ce.Failed[0], "the old key")
 
 			// Moving onto an occupied key fails and changes nothing.
@@ -218,4 +218,38 @@ func TestMoveConcurrency(t *testing.T) {
 		}
 	}
 	require.LessOrEqual(t, len(entries), len(ids)*len(statuses), "at most one entry per ticket and status")
+}
+
+// TestMoveTombstones: a tombstone is absent to a caller, so there is nothing
+// to move from it; and Move does not write over one at the new key. Both
+// conflicts say what was found and what to do.
+func TestMoveTombstones(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.Transactions)
+	for _, wt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writeThrough=%v", wt), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			tb, _ := newTestTable[wrTicket](t, func(o *Options) { o.WriteThrough = wt })
+			open, err := tb.Put(ctx, wrTicket{Team: "T1", Status: "open", ID: "7", Created: wrT0})
+			require.NoError(t, err)
+			require.NoError(t, tb.Delete(ctx, open))
+			open.Ver = 2 // the tombstone's version
+			to := open
+			to.Status = "closed"
+			_, err = tb.Move(ctx, open, to)
+			ce := wrRequireConflict(t, err, "move", "holds the item, not deleted and the item is at version 2 (ConditionalCheckFailed)")
+			require.Contains(t, ce.Failed[0], "found it deleted at version 2: it was deleted since it was read; there is nothing to move")
+			require.Nil(t, wrRaw(t, tb, to))
+
+			// The tombstone keeps its key: a move onto it conflicts.
+			other, err := tb.Put(ctx, wrTicket{Team: "T1", Status: "pending", ID: "7", Created: wrT0})
+			require.NoError(t, err)
+			back := other
+			back.Status = "open"
+			_, err = tb.Move(ctx, other, back)
+			ce = wrRequireConflict(t, err, "move", "is free (ConditionalCheckFailed)")
+			require.Contains(t, ce.Failed[0], "found a deleted item there at version 2: Move does not write over a tombstone, which keeps its key until TTL removes it; move to another key")
+		})
+	}
 }

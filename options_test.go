@@ -1,10 +1,19 @@
 package ddbindex
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
 // TestNewRefusesBadOptions: New refuses options it cannot honour, at
@@ -38,4 +47,169 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		_, err := New[wrTicket](nil, fn)
 		require.NoError(t, err)
 	}
+}
+
+// otCounter counts the SDK operations of the calls whose options it is in,
+// by operation name, in the Initialize step (once per operation, whatever
+// its retries).
+type otCounter struct {
+	id string // the middleware's ID, unique within a stack
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *otCounter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				c.mu.Lock()
+				if c.n == nil {
+					c.n = map[string]int{}
+				}
+				c.n[awsmiddleware.GetOperationName(ctx)]++
+				c.mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *otCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}
+
+// TestPerCallClientOptions: every method that sends requests applies the
+// caller's per-call SDK options to each request it sends: a client counts
+// every operation it sends (all), the options of one call count the
+// operations they reach (mine), and after each call the two agree.
+func TestPerCallClientOptions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	all := &otCounter{id: "otAll"}
+	created, plain := newTestTable[wrTicket](t)
+	client := dynamodb.New(plain.Options(), all.option)
+	tb, err := New[wrTicket](client, curxSameOpts(created))
+	require.NoError(t, err)
+	all.take()
+
+	step := func(name string, want []string, call func(opt func(*dynamodb.Options))) {
+		t.Helper()
+		mine := &otCounter{id: "otMine"}
+		call(mine.option)
+		sent, reached := all.take(), mine.take()
+		require.Equal(t, sent, reached, "%s: every request it sent had the per-call options", name)
+		for _, op := range want {
+			require.Positive(t, reached[op], "%s sends %s", name, op)
+		}
+	}
+	var it wrTicket
+	step("Put", []string{"PutItem"}, func(opt func(*dynamodb.Options)) {
+		it, err = tb.Put(ctx, gtTicket(1), opt)
+		require.NoError(t, err)
+	})
+	step("Put (conflict)", []string{"PutItem"}, func(opt func(*dynamodb.Options)) {
+		_, err := tb.Put(ctx, gtTicket(1), opt)
+		require.ErrorIs(t, err, ErrConflict)
+	})
+	step("Get", []string{"GetItem"}, func(opt func(*dynamodb.Options)) {
+		_, err := tb.Get(ctx, it, opt)
+		require.NoError(t, err)
+	})
+	step("BatchGet", []string{"BatchGetItem"}, func(opt func(*dynamodb.Options)) {
+		got, err := tb.BatchGet(ctx, []wrTicket{it, gtTicket(2)}, opt)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+	})
+	step("Update", []string{"UpdateItem"}, func(opt func(*dynamodb.Options)) {
+		require.NoError(t, tb.Update(ctx, it, expression.Set(expression.Name("title"), expression.Value("x")), opt))
+	})
+	for _, index := range []string{"", "by_status"} {
+		q := tb.Query(index, "T1")
+		step("Page "+index, []string{"Query"}, func(opt func(*dynamodb.Options)) {
+			_, err := q.Page(ctx, opt)
+			require.NoError(t, err)
+		})
+		step("All "+index, []string{"Query"}, func(opt func(*dynamodb.Options)) {
+			for _, err := range q.All(ctx, opt) {
+				require.NoError(t, err)
+			}
+		})
+		step("Exists "+index, []string{"Query"}, func(opt func(*dynamodb.Options)) {
+			_, err := q.Exists(ctx, opt)
+			require.NoError(t, err)
+		})
+	}
+	step("Apply", []string{"PutItem"}, func(opt func(*dynamodb.Options)) {
+		img, err := tb.Marshal(it)
+		require.NoError(t, err)
+		_, err = tb.Apply(ctx, []Change{{New: img, Version: "1"}}, opt)
+		require.NoError(t, err)
+	})
+	step("Backfill", []string{"Scan", "PutItem"}, func(opt func(*dynamodb.Options)) {
+		_, err := tb.Put(ctx, gtTicket(4)) // an item whose entry the stream would write
+		require.NoError(t, err)
+		all.take()
+		_, err = tb.Backfill(ctx, client, "by_status", func(o *BackfillOptions) { o.ClientOptions = append(o.ClientOptions, opt) })
+		require.NoError(t, err)
+	})
+	step("CheckSchema", []string{"DescribeTable"}, func(opt func(*dynamodb.Options)) {
+		err := tb.CheckSchema(ctx, client, opt)
+		if err != nil { // a server without streams or TTL
+			require.ErrorIs(t, err, ErrSchemaMismatch)
+		}
+	})
+	step("Delete", []string{"UpdateItem"}, func(opt func(*dynamodb.Options)) {
+		cur, err := tb.Get(ctx, it)
+		require.NoError(t, err)
+		all.take()
+		require.NoError(t, tb.Delete(ctx, cur, opt))
+	})
+
+	prefix := ddbtest.Name(t, "fresh")
+	fresh, err := New[wrTicket](client, func(o *Options) {
+		o.TableName = func(s string) string { return prefix + "-" + s }
+	})
+	require.NoError(t, err)
+	for _, in := range fresh.CreateTableInputs(false) {
+		ddbtest.DeleteOnCleanup(t, plain, aws.ToString(in.TableName))
+	}
+	step("CreateTables", []string{"CreateTable", "DescribeTable"}, func(opt func(*dynamodb.Options)) {
+		require.NoError(t, fresh.CreateTables(ctx, client, func(o *CreateOptions) {
+			o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
+			o.WaitMinDelay, o.WaitMaxDelay = 10*time.Millisecond, 50*time.Millisecond
+			o.ClientOptions = []func(*dynamodb.Options){opt}
+		}))
+	})
+
+	if ddbtest.Has(ddbtest.Transactions) {
+		wt, err := New[wrTicket](client, curxSameOpts(created), wrWriteThrough)
+		require.NoError(t, err)
+		var moved wrTicket
+		step("Move", []string{"TransactWriteItems"}, func(opt func(*dynamodb.Options)) {
+			cur, err := wt.Put(ctx, gtTicket(5))
+			require.NoError(t, err)
+			all.take()
+			to := cur
+			to.Status = "closed"
+			moved, err = wt.Move(ctx, cur, to, opt)
+			require.NoError(t, err)
+		})
+		step("Put (write-through)", []string{"GetItem", "TransactWriteItems"}, func(opt func(*dynamodb.Options)) {
+			_, err := wt.Put(ctx, moved, opt)
+			require.NoError(t, err)
+		})
+	}
+
+	gsi, _, _ := mgSetup(t, 10)
+	cgsi, err := New[mgPostGSI](client, curxSameOpts(gsi))
+	require.NoError(t, err)
+	all.take()
+	step("Compare", []string{"Query"}, func(opt func(*dynamodb.Options)) {
+		_, err := cgsi.Query("newest", "global").Limit(3).Compare(ctx, "", opt)
+		require.NoError(t, err)
+	})
 }

@@ -71,16 +71,16 @@ type pager[T any] struct {
 	size  sizer
 	memo  bool // see newPager
 	total Stats
+	opts  []func(*dynamodb.Options) // the caller's per-call SDK options
 }
 
 // newPager starts a call. With memo, its requests are sized from what earlier
 // calls read in the partition, and it tells later calls what it read; Exists
 // goes without (it starts with the smallest read, and stops at the first
 // live item, which says little about the live ratio).
-func newPager[T any](q Query[T], p *plan, memo bool) *pager[T] {
-	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo}
-	// DeletedAttr true, and TTLAttr a Number of up to 11 digits.
-	pg.size.deadExtra = len(q.t.opts.DeletedAttr) + 1 + len(q.t.opts.TTLAttr) + 7
+func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Options)) *pager[T] {
+	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo, opts: optFns}
+	pg.size.deadExtra = q.t.opts.tombstoneMarkBytes()
 	if memo {
 		pg.size.prior, pg.size.weight = q.t.memo.get(p.memoKey)
 	}
@@ -140,7 +140,7 @@ func (pg *pager[T]) request(limit int) *dynamodb.QueryInput {
 // items and whether DynamoDB has more.
 func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.AttributeValue, bool, error) {
 	in := pg.request(limit)
-	out, err := pg.q.t.client.Query(ctx, in)
+	out, err := pg.q.t.client.Query(ctx, in, pg.opts...)
 	if err != nil && pg.alt != nil && isValidation(err) {
 		// The server refused the start key built before the cursor's next
 		// item (DynamoDB accepts any key value in the query's range, but a
@@ -150,7 +150,7 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 		pg.total.Requests++
 		pg.esk, pg.alt = pg.alt, nil
 		in = pg.request(limit)
-		out, err = pg.q.t.client.Query(ctx, in)
+		out, err = pg.q.t.client.Query(ctx, in, pg.opts...)
 	}
 	pg.alt = nil
 	if err != nil {
@@ -217,12 +217,12 @@ func (pg *pager[T]) cursor(c cursorPos) (string, error) {
 		c.next = nil
 	}
 	if c.next != nil {
-		if tok := encodeCursor(d, c, pg.q.desc, o.CursorKey); len(tok) <= o.MaxCursorBytes {
+		if tok := encodeCursor(d, c, pg.q.desc, o.signingKey()); len(tok) <= o.MaxCursorBytes {
 			return tok, nil
 		}
 		c.next = nil
 	}
-	tok := encodeCursor(d, c, pg.q.desc, o.CursorKey)
+	tok := encodeCursor(d, c, pg.q.desc, o.signingKey())
 	if len(tok) > o.MaxCursorBytes {
 		// Minting it would hand the caller a cursor the next call refuses.
 		return "", queryErr(d.name, "the cursor after this page is %d bytes, over Options.MaxCursorBytes (%d): raise it for keys this long", len(tok), o.MaxCursorBytes)
@@ -241,8 +241,8 @@ func pageWant(limit int, peek bool) int {
 }
 
 // fill reads one page of up to limit live items.
-func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool) (*Page[T], error) {
-	pg := newPager(q, p, peek)
+func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (*Page[T], error) {
+	pg := newPager(q, p, peek, optFns)
 	defer pg.remember()
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the
@@ -285,9 +285,11 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool)
 		pg.total.Dropped += len(raw) - limit
 		raw = raw[:limit]
 	}
-	page := &Page[T]{Items: make([]T, 0, len(raw))}
-	if err := attributevalue.UnmarshalListOfMaps(raw, &page.Items); err != nil {
-		return nil, fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, q.t.s.model, err)
+	page := &Page[T]{Items: make([]T, len(raw))}
+	for i := range raw {
+		if err := q.t.unmarshalItem(raw[i], &page.Items[i]); err != nil {
+			return nil, err
+		}
 	}
 	pg.total.Returned = len(page.Items)
 	page.Stats = pg.total
@@ -309,11 +311,13 @@ func (pg *pager[T]) remember() {
 	}
 }
 
-func unmarshalItem[T any](item map[string]types.AttributeValue, v *T) error {
+// unmarshalItem reads an entry into a model value, and shows on it whether
+// the entry is a tombstone (see showTombstone).
+func (t *Table[T]) unmarshalItem(item map[string]types.AttributeValue, v *T) error {
 	if err := attributevalue.UnmarshalMap(item, v); err != nil {
-		var zero T
-		return fmt.Errorf("%w: unmarshal %T: %w", ErrMalformedItem, zero, err)
+		return fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, t.s.model, err)
 	}
+	t.showTombstone(item, v)
 	return nil
 }
 

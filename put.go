@@ -11,13 +11,25 @@ import (
 
 // Put writes item to the base table, replacing the item with the same key,
 // and returns it as written. With a version field, the stored version must
-// equal item's (0: the item must not exist yet) and the written version is
-// one more; a mismatch is a *ConflictError. In write-through mode the
-// index-table writes go in the same transaction.
+// equal item's and the written version is one more; version 0 means the
+// item must not exist yet, and a deleted item (a tombstone) counts as
+// absent: Put creates it again, with the version one more than the
+// tombstone's, so versions never go back (a copy read before the delete
+// still conflicts, and index entries written through stay ordered). A
+// mismatch is a *ConflictError that says what was found and what to do. In
+// write-through mode the index-table writes go in the same transaction.
 //
 // Put cannot change an item's key: an item with other key values is another
-// item. To change key values, use [Table.Move].
-func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
+// item. To change key values, use [Table.Move]. An item whose field tagged
+// ddbindex:"deleted" is true (read from a tombstone) is refused: that field
+// is filled by reads and never stored; clear it to create the item again.
+//
+// optFns are applied to every request Put sends, as the SDK's own per-call
+// options.
+func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (T, error) {
+	if err := t.writable("Put"); err != nil {
+		return item, err
+	}
 	expected := t.version(&item)
 	t.setVersion(&item, expected+1)
 	p, err := t.prepare(&item, true)
@@ -25,40 +37,65 @@ func (t *Table[T]) Put(ctx context.Context, item T) (T, error) {
 		return item, err
 	}
 	if !t.writeThrough() {
-		in := &dynamodb.PutItemInput{TableName: aws.String(t.TableName()), Item: p.av}
 		cond, what, ok := t.guard(expected, nil, false)
-		if ok {
-			expr, err := expression.NewBuilder().WithCondition(cond).Build()
-			if err != nil {
-				return item, writeErr("%w", err)
-			}
-			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+		cur, err := t.putItem(ctx, p, cond, what, ok, expected, optFns)
+		if err == nil || t.s.version == nil || expected != 0 || !t.opts.isTombstone(cur) {
+			return item, err
 		}
-		if ok {
-			in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-		}
-		var att attempts
-		if _, err := t.client.PutItem(ctx, in, att.option); err != nil {
-			// A PutItem leaves exactly its item: finding it is finding our
-			// own write, applied by an attempt whose answer was lost.
-			return item, t.settle(ctx, "put", err, what, expected, p.key, &att, func(cur map[string]types.AttributeValue) bool {
-				return sameItem(cur, p.av)
-			})
-		}
-		return item, nil
+		// The key holds a tombstone, which counts as absent: create the
+		// item again over it.
+		cond, what, next := t.overTombstone(cur)
+		t.setStoredVersion(&item, p.av, next)
+		_, err = t.putItem(ctx, p, cond, what, true, expected, optFns)
+		return item, err
 	}
-	old, err := t.current(ctx, p.key)
+	old, err := t.current(ctx, p.key, optFns)
 	if err != nil {
 		return item, err
+	}
+	next := expected + 1
+	if t.s.version != nil && expected == 0 && old != nil && t.opts.isTombstone(old) {
+		_, _, next = t.overTombstone(old)
+		t.setStoredVersion(&item, p.av, next)
 	}
 	cond, what, _ := t.guard(expected, old, true)
 	acts, err := t.putAction(p.av, cond, what, t.foundFor("put", expected))
 	if err != nil {
 		return item, err
 	}
-	idx, err := t.indexActions(Change{Old: old, New: p.av, Version: t.changeVersion(expected + 1)})
+	idx, err := t.indexActions(Change{Old: old, New: p.av, Version: t.changeVersion(next)})
 	if err != nil {
 		return item, err
 	}
-	return item, t.transact(ctx, "put", append(acts, idx...))
+	return item, t.transact(ctx, "put", append(acts, idx...), optFns)
+}
+
+// putItem sends a Put's PutItem, with cond when ok, and settles a failed
+// condition (see settle). With the conflict it returns the stored item the
+// condition met.
+func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.ConditionBuilder, what string, ok bool, expected uint64, optFns []func(*dynamodb.Options)) (map[string]types.AttributeValue, error) {
+	in := &dynamodb.PutItemInput{TableName: aws.String(t.TableName()), Item: p.av}
+	if ok {
+		expr, err := expression.NewBuilder().WithCondition(cond).Build()
+		if err != nil {
+			return nil, writeErr("%w", err)
+		}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	var att attempts
+	_, err := t.client.PutItem(ctx, in, att.with(optFns)...)
+	if err == nil {
+		return nil, nil
+	}
+	cur, done := t.failedOn(ctx, "put", err, what, p.key, &att, optFns)
+	switch {
+	case done != nil:
+		return nil, done
+	case att.mayBeRetried() && sameItem(cur, p.av):
+		// A PutItem leaves exactly its item: finding it is finding our own
+		// write, applied by an attempt whose answer was lost.
+		return nil, nil
+	}
+	return cur, &ConflictError{Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: sdkError(err)}
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file holds the query builder and planFor, which turns a query into
+// its DynamoDB request; the page fill that sends it is in pagefill.go.
+
 // Query is one read of an index (or of the base table) of model T. It is an
 // immutable builder: each method returns a changed copy, and errors wait for
 // the call that runs it (Page, All, Exists, Explain). The zero Limit means
@@ -72,12 +75,40 @@ func (q Query[T]) Limit(n int) Query[T] { q.limit = n; return q }
 func (q Query[T]) After(cursor string) Query[T] { q.cursor = cursor; return q }
 
 // Filter adds a condition on non-key attributes, evaluated by DynamoDB after
-// the key condition (and combined with the tombstone filter).
-func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] { q.filter = &c; return q }
+// the key condition. Each call ANDs its condition with those of earlier
+// calls, and the whole with the tombstone filter:
+//
+//	q.Filter(expression.Name("prio").GreaterThan(expression.Value(2))).
+//		Filter(expression.Name("assignee").AttributeExists())
+//
+// filters a softdelete model's index with
+//
+//	((attribute_not_exists(_deleted)) OR (_deleted <> true)) AND
+//	((prio > 2) AND (attribute_exists(assignee)))
+func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
+	if q.filter != nil {
+		c = q.filter.And(c)
+	}
+	q.filter = &c
+	return q
+}
 
-// Project reads only the named attributes (the key attributes are always
-// read too, since cursors need them).
-func (q Query[T]) Project(attrs ...string) Query[T] { q.project = attrs; return q }
+// Project reads only the named attributes, and the key attributes, which
+// cursors need (and the tombstone marker, when the model has a field tagged
+// ddbindex:"deleted", which reads it). Each call adds its attributes to those of earlier calls, in
+// the order first named, each once: Project("title").Project("prio",
+// "title") reads title, prio and the keys. A Query without Project reads
+// every attribute.
+func (q Query[T]) Project(attrs ...string) Query[T] {
+	names := slices.Clip(q.project) // a copy shares the array: append copies
+	for _, a := range attrs {
+		if !slices.Contains(names, a) {
+			names = append(names, a)
+		}
+	}
+	q.project = names
+	return q
+}
 
 // ConsistentRead asks for strongly consistent reads. A GSI cannot serve
 // them: the query then fails before any request.
@@ -93,7 +124,8 @@ func (q Query[T]) MaxRequests(n int) Query[T] { q.maxRequests = n; return q }
 // cursor, and [ErrCapReached]. The request that crosses the cap completes.
 func (q Query[T]) MaxReadUnits(units float64) Query[T] { q.maxUnits = units; return q }
 
-// IncludeDeleted returns tombstones too: for administrative reads only.
+// IncludeDeleted returns tombstones too: for administrative reads only. The
+// model's field tagged ddbindex:"deleted", if it has one, is true for them.
 func (q Query[T]) IncludeDeleted() Query[T] { q.deleted = true; return q }
 
 // ReportTo adds each call's costs to *s (for All and Exists, which return no
@@ -246,8 +278,9 @@ func (q Query[T]) plan() (*plan, error) {
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
-// into a DynamoDB request. What differs between the kinds of index, it reads
-// from the layout d.
+// into a DynamoDB request: the page fill (pager.request) only sets each
+// request's Limit and ExclusiveStartKey. What differs between the kinds of
+// index, it reads from the layout d.
 func (q Query[T]) planFor(d *layout) (*plan, error) {
 	if q.limit < 0 {
 		return nil, queryErr(d.name, "Limit %d is negative", q.limit)
@@ -288,7 +321,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		b = b.WithFilter(*filter)
 	}
 	if len(q.project) > 0 {
-		names := slices.Clone(q.project)
+		names := q.t.withTombstoneMarker(slices.Clone(q.project))
 		for _, k := range d.stored {
 			if !slices.Contains(names, k.attr) {
 				names = append(names, k.attr)
@@ -386,7 +419,10 @@ func (p *plan) checkPosition(pos position, partition []string, what string) erro
 // If a cap set with MaxRequests or MaxReadUnits stops it first, Page returns
 // the page read so far, with a cursor that continues after it, and an error
 // matching [ErrCapReached].
-func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
+//
+// optFns are applied to every request Page sends, as the SDK's own per-call
+// options; so it is for All, Exists and Compare.
+func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (*Page[T], error) {
 	p, err := q.plan()
 	if err != nil {
 		return nil, err
@@ -395,7 +431,7 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	page, err := fill[T](ctx, q, p, limit, true)
+	page, err := fill[T](ctx, q, p, limit, true, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
@@ -412,7 +448,7 @@ func (q Query[T]) Page(ctx context.Context) (*Page[T], error) {
 // Without a Limit each request reads as much as DynamoDB returns (1 MB); with
 // one, it asks for what is still needed, growing through tombstones as Page
 // does, so a small Limit does not read the whole partition.
-func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
+func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		p, err := q.plan()
@@ -420,7 +456,7 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 			yield(zero, err)
 			return
 		}
-		pager := newPager(q, p, true)
+		pager := newPager(q, p, true, optFns)
 		yielded := 0
 		defer func() {
 			pager.remember()
@@ -453,7 +489,7 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 					return
 				}
 				var v T
-				if err := unmarshalItem(items[i], &v); err != nil {
+				if err := q.t.unmarshalItem(items[i], &v); err != nil {
 					yield(zero, err)
 					return
 				}
@@ -472,12 +508,12 @@ func (q Query[T]) All(ctx context.Context) iter.Seq2[T, error] {
 // Exists reports whether the query has at least one live item. It starts
 // with the smallest read (Limit 1) and reads on through tombstones, growing
 // the request as it learns how many there are.
-func (q Query[T]) Exists(ctx context.Context) (bool, error) {
+func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options)) (bool, error) {
 	p, err := q.plan()
 	if err != nil {
 		return false, err
 	}
-	page, err := fill[T](ctx, q, p, 1, false)
+	page, err := fill[T](ctx, q, p, 1, false, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}

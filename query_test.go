@@ -1528,6 +1528,70 @@ func TestQueryProject(t *testing.T) {
 	})
 }
 
+// TestQueryFilterAndProjectAccumulate: a second Filter ANDs with the first,
+// a second Project adds its attributes to the first's (each once, in the
+// order first named); each call changes only the copy it returns.
+func TestQueryFilterAndProjectAccumulate(t *testing.T) {
+	t.Parallel()
+	prio := expression.Name("prio").GreaterThan(expression.Value(2))
+	assigned := expression.Name("assignee").AttributeExists()
+	soft := xtTable[qtSoft](t)
+	ex := xtExplain(t, soft.Query("by_grp", "g").Filter(prio).Filter(assigned).Project("title").Project("prio", "title"))
+	assert.Equal(t, strings.Join([]string{
+		"Query table qtsoft index by_grp (gsi)",
+		`  KeyCondition: grp = "g"`,
+		"  Filter:       ((attribute_not_exists(_deleted)) OR (_deleted <> true)) AND ((prio > 2) AND (attribute_exists(assignee)))",
+		"  Projection:   title, prio, grp, seq, team, id",
+		"  Limit: 101, ScanIndexForward: true",
+	}, "\n"), ex.Request.String(), "the expression Filter's doc comment shows")
+
+	base := soft.Query("by_grp", "g").Filter(prio)
+	one := xtExplain(t, base).Request.Input
+	both := xtExplain(t, base.Filter(assigned)).Request.Input
+	other := xtExplain(t, base.Filter(expression.Name("c").Equal(expression.Value("x")))).Request.Input
+	assert.Equal(t, one, xtExplain(t, base).Request.Input, "Filter left base as it was")
+	assert.NotContains(t, aws.ToString(other.FilterExpression), "attribute_exists", "copies do not share filters")
+	assert.Contains(t, aws.ToString(both.FilterExpression), "attribute_exists")
+
+	// A projection with room to grow: copies must not write into each
+	// other's attributes.
+	wide := soft.Query("", "t").Project("a", "b", "c")
+	x, y := wide.Project("d"), wide.Project("e", "a")
+	assert.Equal(t, []string{"a", "b", "c"}, wide.project)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, x.project)
+	assert.Equal(t, []string{"a", "b", "c", "e"}, y.project)
+	assert.Equal(t, []string{"a", "b"}, soft.Query("", "t").Project("a", "a", "b").Project().project, "each once")
+
+	t.Run("server", func(t *testing.T) {
+		t.Parallel()
+		tb, _ := newTestTable[qtEntry](t)
+		var want, wantProjected []qtEntry
+		for i := range 12 {
+			color := []string{"red", "blue", "green"}[i%3]
+			e := qtEntry{Team: "f", ID: fmt.Sprintf("f%02d", i), Seq: int64(i), Color: color, Title: fmt.Sprint("title ", i)}
+			require.True(t, putEntry(t, tb, "feed", e, i == 6))
+			if i != 6 && color == "red" && i >= 4 {
+				want = append(want, e)
+			}
+			if i != 6 {
+				wantProjected = append(wantProjected, qtEntry{Team: e.Team, Title: e.Title, Color: e.Color})
+			}
+		}
+		red := expression.Name("color").Equal(expression.Value("red"))
+		late := expression.Name("seq").GreaterThanEqual(expression.Value(4))
+		got, err := qtAll(tb.Query("feed", "f").Filter(red).Filter(late))
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "items both filters keep, tombstones left out")
+		for _, limit := range []int{1, 2} {
+			pages, _ := qtPages(t, tb.Query("feed", "f").Filter(red).Filter(late).Limit(limit), 20)
+			assert.Equal(t, want, slices.Concat(pages...), "pages of both filters, limit %d", limit)
+		}
+		got, err = qtAll(tb.Query("feed", "f").Project("title").Project("color", "title"))
+		require.NoError(t, err)
+		assert.Equal(t, wantProjected, got, "both projections' attributes, and the keys")
+	})
+}
+
 // ---------------------------------------------------------------------------
 // 9. LSIs.
 

@@ -328,7 +328,7 @@ func (t *Table[T]) baseDeleted(ctx context.Context, item T) bool {
 	if err != nil {
 		return false
 	}
-	cur, err := t.current(ctx, key)
+	cur, err := t.current(ctx, key, nil)
 	if err != nil {
 		return false
 	}

@@ -10,26 +10,32 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// QueryAPI is the part of the DynamoDB client that reads need.
-// *dynamodb.Client implements it.
-type QueryAPI interface {
+// This file holds what a Table is made from: the client interfaces, the
+// Options, the constructors New and NewReadOnly, and the read-only guard.
+
+// ReadAPI is the part of the DynamoDB client that reads need: [Table.Get],
+// [Table.BatchGet] and queries. *dynamodb.Client implements it; a table made
+// from a ReadAPI alone is read-only (see [NewReadOnly]).
+type ReadAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// WriteAPI is the part of the DynamoDB client that writes need.
+// WriteAPI is the part of the DynamoDB client that writes need, on top of
+// [ReadAPI] (they read the stored item with GetItem).
 // *dynamodb.Client implements it.
 type WriteAPI interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-// Client is what a [Table] needs: reads and writes. *dynamodb.Client
+// Client is what a [Table] that reads and writes needs. *dynamodb.Client
 // implements it.
 type Client interface {
-	QueryAPI
+	ReadAPI
 	WriteAPI
 }
 
@@ -69,9 +75,14 @@ type Options struct {
 	// Default 7 days.
 	Retention time.Duration
 
-	// CursorKey, when set, signs cursors with HMAC-SHA256; unsigned or wrongly
-	// signed cursors are then rejected.
-	CursorKey []byte
+	// CursorKeys, when set, sign cursors with HMAC-SHA256: a cursor is
+	// signed with the first key and accepted when signed with any of them,
+	// so keys rotate without breaking the cursors clients hold. To rotate,
+	// put the new key first and keep the old one after it until the cursors
+	// it signed have expired from use, then remove it: cursors signed with a
+	// removed key, and unsigned ones, are rejected. Each key must be
+	// non-empty.
+	CursorKeys [][]byte
 	// MaxCursorBytes caps the length of a cursor accepted from a caller;
 	// a call that would mint a longer one fails instead (ErrInvalidQuery).
 	// Default 4096, enough for keys of a few hundred bytes.
@@ -110,6 +121,10 @@ type Options struct {
 	// calls on an index that keeps two forms with the same page read on
 	// the other form, in the background (see ShadowOptions).
 	Shadow *ShadowOptions
+	// Retry bounds how often [Table.BatchGet] asks again for the keys
+	// DynamoDB left unprocessed, and its retries of a request that failed
+	// with a transient error (see [IsTransient]).
+	Retry RetryOptions
 }
 
 func (o *Options) setDefaults() {
@@ -137,23 +152,49 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Retry = o.Retry.withDefaults()
+}
+
+// signingKey is the key new cursors are signed with; nil for unsigned.
+func (o *Options) signingKey() []byte {
+	if len(o.CursorKeys) == 0 {
+		return nil
+	}
+	return o.CursorKeys[0]
 }
 
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	client  calls // every request goes through it (calls.go)
-	s       *schema
-	opts    Options
-	memo    *memo // the page fill's memory of live ratios
-	routes  *routeTable
-	rollout *rollout
-	shadows *shadows
+	// client sends every request but those of CreateTables, CheckSchema and
+	// Backfill's Scans, which go to the client they are given (calls.go).
+	client   calls
+	readOnly bool // made by NewReadOnly: its client refuses writes
+	s        *schema
+	opts     Options
+	memo     *memo // the page fill's memory of live ratios
+	routes   *routeTable
+	rollout  *rollout
+	shadows  *shadows
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
 // type and validated (see [DeclarationError]).
 func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
+	return newTable[T](client, false, optFns)
+}
+
+// NewReadOnly returns a read-only Table for model T, for a service that
+// only reads: its client needs the read methods alone ([ReadAPI]). Get,
+// BatchGet, queries, Explain and Compare work as on a table made by [New];
+// Put, Delete, Move, Update, Apply and Backfill fail before any request with
+// an error matching [ErrUnsupported]. CreateTables and CheckSchema take
+// their own client, and work on either kind of table.
+func NewReadOnly[T any](client ReadAPI, optFns ...func(*Options)) (*Table[T], error) {
+	return newTable[T](readOnlyClient{client}, true, optFns)
+}
+
+func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Table[T], error) {
 	s, err := schemaFor(reflect.TypeFor[T]())
 	if err != nil {
 		return nil, err
@@ -167,6 +208,11 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 	}
 	if o.MaxCursorBytes < 0 {
 		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.MaxCursorBytes is %d; the cursor size cap cannot be negative (0 means the default, 4096)", o.MaxCursorBytes)}
+	}
+	for i, k := range o.CursorKeys {
+		if len(k) == 0 {
+			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.CursorKeys[%d] is empty; a signing key must hold bytes", i)}
+		}
 	}
 	o.setDefaults()
 	reserved := []string{o.DeletedAttr, o.TTLAttr, o.VersionAttr, o.WriteTokenAttr}
@@ -186,7 +232,41 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes: " + err.Error()}
 		}
 	}
-	return &Table[T]{client: calls{client}, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
+	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
+}
+
+// writable returns an error matching ErrUnsupported when t is read-only: the
+// first check of every method that writes, so that it fails before any
+// request.
+func (t *Table[T]) writable(op string) error {
+	if t.readOnly {
+		return fmt.Errorf("%w: %s of %s on a read-only table (made by NewReadOnly); make the table with New and a client that writes", ErrUnsupported, op, t.s.model)
+	}
+	return nil
+}
+
+// readOnlyClient is the client of a read-only table: its reads go to the
+// ReadAPI, and its writes fail without a request, whatever path reaches
+// them (the exported writes check writable first). calls passes errReadOnly
+// on as it is: it is not a failed call.
+type readOnlyClient struct{ ReadAPI }
+
+var errReadOnly = fmt.Errorf("%w: write on a read-only table", ErrUnsupported)
+
+func (readOnlyClient) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errReadOnly
+}
+
+func (readOnlyClient) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errReadOnly
+}
+
+func (readOnlyClient) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errReadOnly
+}
+
+func (readOnlyClient) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errReadOnly
 }
 
 // TableName returns the physical name of the base table.

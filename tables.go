@@ -15,7 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// CreateOptions configure [Table.CreateTables].
+// This file holds the tables' DDL: CreateTables and CreateTableInputs make
+// the tables a model declares, and CheckSchema compares them with what
+// DynamoDB describes.
+
+// CreateOptions configure [Table.CreateTables]; the zero value of each field
+// means its default.
 type CreateOptions struct {
 	// NoStream leaves the base table without a stream. By default the base
 	// table gets a NEW_AND_OLD_IMAGES stream when the model declares an index
@@ -31,6 +36,10 @@ type CreateOptions struct {
 	WaitMinDelay, WaitMaxDelay time.Duration
 	// WaitTimeout bounds the wait. Default 5 minutes.
 	WaitTimeout time.Duration
+	// ClientOptions are applied to every request CreateTables sends (the
+	// wait's DescribeTable calls included), as the SDK's own per-call
+	// options.
+	ClientOptions []func(*dynamodb.Options)
 }
 
 // CreateTables creates, from the declarations, the base table with its GSIs
@@ -39,7 +48,13 @@ type CreateOptions struct {
 // tombstones expire too). Tables are billed on demand. It is meant for
 // tests, examples and bootstrapping; production tables usually come from
 // infrastructure code, which [Table.CheckSchema] verifies.
-func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateOptions) error {
+//
+//	err := tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = true })
+func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, optFns ...func(*CreateOptions)) error {
+	var opts CreateOptions
+	for _, fn := range optFns {
+		fn(&opts)
+	}
 	if opts.WaitMinDelay == 0 {
 		opts.WaitMinDelay = 100 * time.Millisecond
 	}
@@ -52,12 +67,13 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 	api = schemaCalls{api}
 	inputs := t.CreateTableInputs(!opts.NoStream)
 	for _, in := range inputs {
-		if _, err := api.CreateTable(ctx, in); err != nil {
+		if _, err := api.CreateTable(ctx, in, opts.ClientOptions...); err != nil {
 			return fmt.Errorf("ddbindex: create table %s: %w", aws.ToString(in.TableName), err)
 		}
 	}
 	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay, o.MaxDelay = opts.WaitMinDelay, opts.WaitMaxDelay
+		o.ClientOptions = opts.ClientOptions
 	})
 	for _, in := range inputs {
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, opts.WaitTimeout); err != nil {
@@ -78,7 +94,7 @@ func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, opts CreateO
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{
 				AttributeName: aws.String(t.opts.TTLAttr), Enabled: aws.Bool(true),
 			},
-		})
+		}, opts.ClientOptions...)
 		if err != nil {
 			return fmt.Errorf("ddbindex: enable TTL on %s: %w", name, err)
 		}
@@ -110,18 +126,9 @@ func (t *Table[T]) streamKept() bool { return t.hasIndexTables() && !t.opts.Writ
 func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 	s := t.s
 	defs := map[string]types.ScalarAttributeType{}
-	schemaOf := func(d *layout, defs map[string]types.ScalarAttributeType) []types.KeySchemaElement {
-		ks := []types.KeySchemaElement{{AttributeName: aws.String(d.pk.attr), KeyType: types.KeyTypeHash}}
-		defs[d.pk.attr] = d.pk.scalar
-		if d.sk != nil {
-			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(d.sk.attr), KeyType: types.KeyTypeRange})
-			defs[d.sk.attr] = d.sk.scalar
-		}
-		return ks
-	}
 	base := &dynamodb.CreateTableInput{
 		TableName:   aws.String(t.TableName()),
-		KeySchema:   schemaOf(s.base, defs),
+		KeySchema:   keySchemaOf(s.base, defs),
 		BillingMode: types.BillingModePayPerRequest,
 	}
 	var tables []*dynamodb.CreateTableInput
@@ -130,16 +137,16 @@ func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 		switch d.kind {
 		case GSI:
 			base.GlobalSecondaryIndexes = append(base.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
-				IndexName: aws.String(d.index), KeySchema: schemaOf(d, defs), Projection: d.projection(),
+				IndexName: aws.String(d.index), KeySchema: keySchemaOf(d, defs), Projection: d.projection(),
 			})
 		case LSI:
 			base.LocalSecondaryIndexes = append(base.LocalSecondaryIndexes, types.LocalSecondaryIndex{
-				IndexName: aws.String(d.index), KeySchema: schemaOf(d, defs), Projection: d.projection(),
+				IndexName: aws.String(d.index), KeySchema: keySchemaOf(d, defs), Projection: d.projection(),
 			})
 		case IndexTable:
 			hasIndexTable = true
 			local := map[string]types.ScalarAttributeType{}
-			ks := schemaOf(d, local)
+			ks := keySchemaOf(d, local)
 			tables = append(tables, &dynamodb.CreateTableInput{
 				TableName:            aws.String(t.tableOf(d)),
 				KeySchema:            ks,
@@ -153,6 +160,18 @@ func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 		base.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
 	}
 	return append([]*dynamodb.CreateTableInput{base}, tables...)
+}
+
+// keySchemaOf returns d's key schema, and adds its key attributes' types to
+// defs.
+func keySchemaOf(d *layout, defs map[string]types.ScalarAttributeType) []types.KeySchemaElement {
+	ks := []types.KeySchemaElement{{AttributeName: aws.String(d.pk.attr), KeyType: types.KeyTypeHash}}
+	defs[d.pk.attr] = d.pk.scalar
+	if d.sk != nil {
+		ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(d.sk.attr), KeyType: types.KeyTypeRange})
+		defs[d.sk.attr] = d.sk.scalar
+	}
+	return ks
 }
 
 func attrDefs(m map[string]types.ScalarAttributeType) []types.AttributeDefinition {
@@ -190,10 +209,13 @@ func (d *layout) projection() *types.Projection {
 // tables. It matches [ErrSchemaMismatch].
 type SchemaError struct {
 	Problems []string
+	// intro replaces the opening words of the text; "" for CheckSchema's.
+	intro string
 }
 
 func (e *SchemaError) Error() string {
-	return fmt.Sprintf("ddbindex: the live schema does not match the declarations [%s]:\n  - %s",
+	return fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
+		cmp.Or(e.intro, "the live schema does not match the declarations"),
 		ErrSchemaMismatch.code, strings.Join(e.Problems, "\n  - "))
 }
 
@@ -209,67 +231,169 @@ func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 // String whose attribute is a Number leaves items out of the index), an index
 // projection that lacks attributes the declaration projects, a GSI that is
 // not ACTIVE, TTL not enabled where tombstones rely on it (index tables, and
-// the base table of a softdelete model), and, when index tables are kept
-// from the stream (no Options.WriteThrough), a base table without a
-// NEW_AND_OLD_IMAGES stream. A failed call to DynamoDB is a [*CallError]
-// ([ErrDynamoDB]), not a mismatch.
-func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
-	api = schemaCalls{api}
-	var problems []string
-	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	// lookup describes a table, nil when it does not exist; describe
-	// reports that as a problem.
-	lookup := func(name string) (*types.TableDescription, error) {
-		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		var nf *types.ResourceNotFoundException
-		if errors.As(err, &nf) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ddbindex: describe table %s: %w", name, err)
-		}
-		return out.Table, nil
-	}
-	describe := func(name string) (*types.TableDescription, error) {
-		desc, err := lookup(name)
-		if desc == nil && err == nil {
-			addf("table %s does not exist", name)
-		}
-		return desc, err
-	}
-	base, err := describe(t.TableName())
+// the base table of a softdelete model), when index tables are kept from the
+// stream (no Options.WriteThrough), a base table without a
+// NEW_AND_OLD_IMAGES stream, a missing control table (Options.ControlTable),
+// and a form of an index that exists but is neither declared nor kept (see
+// keep= in [IndexSpec]). A failed call to DynamoDB is a [*CallError]
+// ([ErrDynamoDB]), not a mismatch. optFns are applied to every request
+// CheckSchema sends, as the SDK's own per-call options.
+//
+// [Table.Prepare] closes the gaps it can: it creates missing tables and
+// GSIs, waits for a GSI that is not ACTIVE, and enables the stream and TTL.
+// It never deletes, so a form no longer kept stays reported here until it is
+// dropped by hand; and keys or projections that differ, a missing LSI, or a
+// stream or TTL set up otherwise need a decision Prepare does not make.
+func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...func(*dynamodb.Options)) error {
+	sv, err := t.survey(ctx, schemaCalls{api}, optFns)
 	if err != nil {
 		return err
 	}
-	checkTTL := func(what, name, why string) error {
-		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	var problems []string
+	for _, g := range sv.gaps {
+		if g.problem != "" {
+			problems = append(problems, g.problem)
+		}
+	}
+	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if err := t.checkDroppedForms(sv.base, sv.lookup, addf); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return &SchemaError{Problems: problems}
+	}
+	return nil
+}
+
+// A gap is one difference between the declarations and the live tables:
+// what CheckSchema reports about it, and what Prepare does about it.
+type gap struct {
+	// problem is CheckSchema's report; "" for a state CheckSchema accepts
+	// but Prepare must wait out or refuse (a table still CREATING).
+	problem string
+	// refusal says why Prepare cannot close the gap, when fix is fixNone and
+	// problem does not say it already.
+	refusal string
+	fix     fixKind
+	table   string                     // the physical table the fix changes or waits for
+	index   *layout                    // the GSI of fixCreateGSI and fixWaitGSI
+	create  *dynamodb.CreateTableInput // the table of fixCreateTable
+}
+
+// fixKind is what Prepare does about a gap.
+type fixKind uint8
+
+const (
+	fixNone        fixKind = iota // nothing: Prepare refuses, and changes nothing
+	fixCreateTable                // CreateTable, then wait until ACTIVE
+	fixWaitTable                  // wait until the table is ACTIVE
+	fixTTL                        // UpdateTimeToLive
+	fixStream                     // UpdateTable with a NEW_AND_OLD_IMAGES stream
+	fixWaitGSI                    // wait until the GSI is ACTIVE
+	fixCreateGSI                  // UpdateTable creating the GSI, then wait until ACTIVE
+)
+
+// surveyed is what survey found.
+type surveyed struct {
+	gaps []gap
+	base *types.TableDescription // nil when the base table does not exist
+	// lookup describes a table: nil, nil when it does not exist.
+	lookup func(name string) (*types.TableDescription, error)
+}
+
+// controlLayout is the key layout of the control table (ControlTableInput).
+var controlLayout = &layout{
+	pk: &keyAttr{attr: controlPK, scalar: types.ScalarAttributeTypeS},
+	sk: &keyAttr{attr: controlSK, scalar: types.ScalarAttributeTypeS},
+}
+
+// survey compares the declarations with the live tables and lists every
+// gap, in the order CheckSchema reports them. It changes nothing.
+func (t *Table[T]) survey(ctx context.Context, api SchemaAPI, optFns []func(*dynamodb.Options)) (*surveyed, error) {
+	sv := &surveyed{lookup: func(name string) (*types.TableDescription, error) {
+		return describeTable(ctx, api, name, optFns)
+	}}
+	add := func(g gap) { sv.gaps = append(sv.gaps, g) }
+	unfixable := func(format string, args ...any) { add(gap{problem: fmt.Sprintf(format, args...)}) }
+	// status adds what an existing table's status asks of Prepare.
+	status := func(desc *types.TableDescription, name string) {
+		switch desc.TableStatus {
+		case types.TableStatusActive, "":
+		case types.TableStatusCreating, types.TableStatusUpdating:
+			add(gap{fix: fixWaitTable, table: name})
+		default:
+			add(gap{refusal: fmt.Sprintf("table %s is %s: Prepare changes ACTIVE tables only (it waits for CREATING and UPDATING ones)", name, desc.TableStatus)})
+		}
+	}
+	ttl := func(what, name, why string) error {
+		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}, optFns...)
 		if err != nil {
 			return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
 		}
-		spec := ttl.TimeToLiveDescription
-		if spec == nil || (spec.TimeToLiveStatus != types.TimeToLiveStatusEnabled && spec.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
-			addf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, t.opts.TTLAttr)
-		} else if aws.ToString(spec.AttributeName) != t.opts.TTLAttr {
-			addf("%s %s: TTL is on %s, not on %s", what, name, aws.ToString(spec.AttributeName), t.opts.TTLAttr)
+		spec := out.TimeToLiveDescription
+		var st types.TimeToLiveStatus
+		if spec != nil {
+			st = spec.TimeToLiveStatus
+		}
+		switch {
+		case st == types.TimeToLiveStatusDisabling:
+			p := fmt.Sprintf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, t.opts.TTLAttr)
+			add(gap{problem: p, refusal: p + ": it is being disabled (DISABLING), and DynamoDB refuses to enable it until that ends (up to an hour); run Prepare again then"})
+		case st != types.TimeToLiveStatusEnabled && st != types.TimeToLiveStatusEnabling:
+			add(gap{problem: fmt.Sprintf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, t.opts.TTLAttr), fix: fixTTL, table: name})
+		case aws.ToString(spec.AttributeName) != t.opts.TTLAttr:
+			p := fmt.Sprintf("%s %s: TTL is on %s, not on %s", what, name, aws.ToString(spec.AttributeName), t.opts.TTLAttr)
+			add(gap{problem: p, refusal: fmt.Sprintf("%s: a table has one TTL attribute, and Prepare does not move it; disable TTL on %s first (UpdateTimeToLive), or set Options.TTLAttr to %s",
+				p, aws.ToString(spec.AttributeName), aws.ToString(spec.AttributeName))})
 		}
 		return nil
 	}
-	if base != nil {
+	inputs := t.CreateTableInputs(t.streamKept())
+	inputOf := func(name string) *dynamodb.CreateTableInput {
+		for _, in := range inputs {
+			if aws.ToString(in.TableName) == name {
+				return in
+			}
+		}
+		return nil
+	}
+	base, err := sv.lookup(t.TableName())
+	if err != nil {
+		return nil, err
+	}
+	sv.base = base
+	if base == nil {
+		add(gap{problem: fmt.Sprintf("table %s does not exist", t.TableName()), fix: fixCreateTable, table: t.TableName(), create: inputs[0]})
+	} else {
 		where := "table " + t.TableName()
-		checkKeys(addf, where, t.s.base, base.KeySchema, base.AttributeDefinitions)
+		status(base, t.TableName())
+		checkKeys(unfixable, where, t.s.base, base.KeySchema, base.AttributeDefinitions)
 		for _, d := range t.s.indexes {
-			switch d.kind {
-			case GSI, LSI:
-				ks, proj, status, found := findIndex(base, d)
-				if !found {
-					addf("%s has no %s named %s (index %s)", where, strings.ToUpper(d.kind.String()), d.index, d.name)
-					continue
+			if d.kind != GSI && d.kind != LSI {
+				continue
+			}
+			ks, proj, st, found := findIndex(base, d)
+			if !found {
+				p := fmt.Sprintf("%s has no %s named %s (index %s)", where, strings.ToUpper(d.kind.String()), d.index, d.name)
+				if d.kind == LSI {
+					add(gap{problem: p, refusal: p + ": DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
+						"Declare the index type=gsi (keep= during a migration), or create a new table with the LSI and copy the items into it"})
+				} else if clash := attrClash(d, base.AttributeDefinitions); clash != "" {
+					add(gap{problem: p, refusal: p + ": " + clash})
+				} else {
+					add(gap{problem: p, fix: fixCreateGSI, table: t.TableName(), index: d})
 				}
-				what := fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.index)
-				checkKeys(addf, what, d, ks, base.AttributeDefinitions)
-				checkProjection(addf, what, d, proj)
-				if status != "" && status != types.IndexStatusActive {
-					addf("%s is %s, not ACTIVE: queries of index %s fail or miss items until it is", what, status, d.name)
+				continue
+			}
+			what := fmt.Sprintf("%s %s %s", where, strings.ToUpper(d.kind.String()), d.index)
+			checkKeys(unfixable, what, d, ks, base.AttributeDefinitions)
+			checkProjection(unfixable, what, d, proj)
+			if st != "" && st != types.IndexStatusActive {
+				p := fmt.Sprintf("%s is %s, not ACTIVE: queries of index %s fail or miss items until it is", what, st, d.name)
+				if st == types.IndexStatusCreating || st == types.IndexStatusUpdating {
+					add(gap{problem: p, fix: fixWaitGSI, table: t.TableName(), index: d})
+				} else {
+					add(gap{problem: p, refusal: p + "; Prepare does not wait for a deletion: run it again once the GSI is gone, and it creates it anew"})
 				}
 			}
 		}
@@ -277,14 +401,17 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 			spec := base.StreamSpecification
 			switch {
 			case spec == nil || !aws.ToBool(spec.StreamEnabled):
-				addf("%s: no stream; its index tables are kept from the stream, which needs %s (or set Options.WriteThrough)", where, types.StreamViewTypeNewAndOldImages)
+				add(gap{problem: fmt.Sprintf("%s: no stream; its index tables are kept from the stream, which needs %s (or set Options.WriteThrough)", where, types.StreamViewTypeNewAndOldImages),
+					fix: fixStream, table: t.TableName()})
 			case spec.StreamViewType != types.StreamViewTypeNewAndOldImages:
-				addf("%s: the stream's view type is %s; keeping index tables needs %s", where, spec.StreamViewType, types.StreamViewTypeNewAndOldImages)
+				p := fmt.Sprintf("%s: the stream's view type is %s; keeping index tables needs %s", where, spec.StreamViewType, types.StreamViewTypeNewAndOldImages)
+				add(gap{problem: p, refusal: p + ". Prepare does not change it: a stream's view type cannot change in place, so the stream must be disabled and enabled again (UpdateTable), " +
+					"which closes the old stream and opens a new one with a new ARN: whatever reads the old stream must finish it and move to the new one"})
 			}
 		}
 		if t.s.softDelete {
-			if err := checkTTL("table", t.TableName(), "soft-deleted items"); err != nil {
-				return err
+			if err := ttl("table", t.TableName(), "soft-deleted items"); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -293,25 +420,66 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI) error {
 			continue
 		}
 		name := t.tableOf(d)
-		desc, err := describe(name)
+		desc, err := sv.lookup(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if desc == nil {
+			add(gap{problem: fmt.Sprintf("table %s does not exist", name), fix: fixCreateTable, table: name, create: inputOf(name)})
 			continue
 		}
-		checkKeys(addf, "index table "+name, d, desc.KeySchema, desc.AttributeDefinitions)
-		if err := checkTTL("index table", name, "tombstones"); err != nil {
-			return err
+		status(desc, name)
+		checkKeys(unfixable, "index table "+name, d, desc.KeySchema, desc.AttributeDefinitions)
+		if err := ttl("index table", name, "tombstones"); err != nil {
+			return nil, err
 		}
 	}
-	if err := t.checkDroppedForms(base, lookup, addf); err != nil {
-		return err
+	if in := t.ControlTableInput(); in != nil {
+		name := aws.ToString(in.TableName)
+		desc, err := sv.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		if desc == nil {
+			add(gap{problem: fmt.Sprintf("control table %s (Options.ControlTable) does not exist: every instance routes reads by Options.Routes alone", name),
+				fix: fixCreateTable, table: name, create: in})
+		} else {
+			status(desc, name)
+			checkKeys(unfixable, "control table "+name, controlLayout, desc.KeySchema, desc.AttributeDefinitions)
+		}
 	}
-	if len(problems) > 0 {
-		return &SchemaError{Problems: problems}
+	return sv, nil
+}
+
+// describeTable describes a table: nil, nil when it does not exist.
+func describeTable(ctx context.Context, api SchemaAPI, name string, optFns []func(*dynamodb.Options)) (*types.TableDescription, error) {
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, optFns...)
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return nil, nil
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("ddbindex: describe table %s: %w", name, err)
+	}
+	return out.Table, nil
+}
+
+// attrClash says why DynamoDB would refuse to add GSI d to a table with the
+// given attribute definitions: a key attribute of d defined with another
+// type. "" when there is none.
+func attrClash(d *layout, defs []types.AttributeDefinition) string {
+	for _, k := range []*keyAttr{d.pk, d.sk} {
+		if k == nil {
+			continue
+		}
+		for _, a := range defs {
+			if aws.ToString(a.AttributeName) == k.attr && a.AttributeType != k.scalar {
+				return fmt.Sprintf("its key attribute %s is of type %s, but the table defines %s as %s (for its own key or another index), so DynamoDB would refuse to create it",
+					k.attr, k.scalar, k.attr, a.AttributeType)
+			}
+		}
+	}
+	return ""
 }
 
 // checkDroppedForms reports a form of an index that exists but that the

@@ -256,7 +256,7 @@ func TestSchemaCreatedTablesPass(t *testing.T) {
 	}
 
 	// Tables are not created twice.
-	err = tb.CreateTables(ctx, c, CreateOptions{NoTTL: true})
+	err = tb.CreateTables(ctx, c, func(o *CreateOptions) { o.NoTTL = true })
 	var inUse *types.ResourceInUseException
 	require.ErrorAs(t, err, &inUse)
 	require.ErrorContains(t, err, "ddbindex: create table "+tb.TableName())
@@ -268,7 +268,7 @@ func TestSchemaCreateTablesWithoutIndexTable(t *testing.T) {
 	// server even without NoTTL.
 	tb, c := scNewTable[scPlain](t)
 	ctx := t.Context()
-	require.NoError(t, tb.CreateTables(ctx, c, CreateOptions{}))
+	require.NoError(t, tb.CreateTables(ctx, c))
 	require.NoError(t, tb.CheckSchema(ctx, c))
 	desc, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tb.TableName())})
 	require.NoError(t, err)
@@ -527,7 +527,7 @@ func TestSchemaCreateTablesFailures(t *testing.T) {
 			f.SchemaAPI = c
 			tc.opts.NoStream = !ddbtest.Has(ddbtest.Streams)
 			tc.opts.WaitMinDelay, tc.opts.WaitMaxDelay = 10e6, 50e6
-			err := tb.CreateTables(t.Context(), f, tc.opts)
+			err := tb.CreateTables(t.Context(), f, func(o *CreateOptions) { *o = tc.opts })
 			require.ErrorIs(t, err, errScInjected)
 			require.ErrorContains(t, err, tc.want)
 		})
@@ -613,7 +613,9 @@ func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
 		tb, c := scNewTable[scSoft](t)
 		inputs := tb.CreateTableInputs(true)
 		inputs[0].StreamSpecification.StreamViewType = types.StreamViewTypeNewImage
-		require.NoError(t, tb.CreateTables(ctx, &scCreateWith{SchemaAPI: c, inputs: inputs}, CreateOptions{WaitMinDelay: 10e6, WaitMaxDelay: 50e6}))
+		require.NoError(t, tb.CreateTables(ctx, &scCreateWith{SchemaAPI: c, inputs: inputs}, func(o *CreateOptions) {
+			o.WaitMinDelay, o.WaitMaxDelay = 10e6, 50e6
+		}))
 		scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
 			"table "+tb.TableName()+": the stream's view type is NEW_IMAGE; keeping index tables needs NEW_AND_OLD_IMAGES")
 	})
@@ -621,7 +623,9 @@ func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
 		t.Parallel()
 		tb, c := scNewTable[scSoft](t)
 		f := &scFaulty{SchemaAPI: c, failUpdateTTL: tb.TableName()}
-		err := tb.CreateTables(ctx, f, CreateOptions{NoStream: !ddbtest.Has(ddbtest.Streams), WaitMinDelay: 10e6, WaitMaxDelay: 50e6})
+		err := tb.CreateTables(ctx, f, func(o *CreateOptions) {
+			o.NoStream, o.WaitMinDelay, o.WaitMaxDelay = !ddbtest.Has(ddbtest.Streams), 10e6, 50e6
+		})
 		require.ErrorIs(t, err, errScInjected)
 		require.ErrorContains(t, err, "ddbindex: enable TTL on "+tb.TableName())
 	})

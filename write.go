@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -34,9 +35,13 @@ const maxTransactActions = 100
 
 // ConflictError reports a lost conditional write. It matches [ErrConflict].
 type ConflictError struct {
-	Op     string   // "put", "delete", "move" or "update"
-	Failed []string // the conditions that failed, e.g. "the old key exists with version 3"
-	Err    error    // the DynamoDB error (the SDK's, not a *CallError)
+	Op string // "put", "delete", "move" or "update"
+	// Failed lists the conditions that failed, each with what was found and
+	// what to do when DynamoDB (or a read) told, e.g. "the item is at
+	// version 3; found it live at version 4: another write came first;
+	// re-read it (now version 4) and apply your change to that copy".
+	Failed []string
+	Err    error // the DynamoDB error (the SDK's, not a *CallError)
 }
 
 func (e *ConflictError) Error() string {
@@ -106,8 +111,13 @@ type prepared struct {
 // implies: the base key and the GSI/LSI keys always, and when whole (the item
 // as it will be stored: Put, Move's destination) its index-table entries
 // too, built by the code that builds them from a stream image, so that a
-// write the stream consumer would refuse on every pass is never made.
+// write the stream consumer would refuse on every pass is never made. A
+// whole item must not be marked deleted (see deletedSet).
 func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
+	if whole && t.deletedSet(item) {
+		return nil, writeErr("%s.%s is true: the value was read from a tombstone, and that field is filled by reads, never stored; clear it to create the item again",
+			t.s.model, t.s.deleted.goName)
+	}
 	av, texts, err := t.marshal(item)
 	if err != nil {
 		return nil, err
@@ -127,26 +137,62 @@ func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 	return &prepared{av: av, texts: texts, key: key}, nil
 }
 
+// keyOf returns item's base key and the key texts of its base key fields,
+// from those fields alone: the others (an index's components among them)
+// may be unset.
+func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, keyTexts, error) {
+	av, err := attributevalue.MarshalMapWithOptions(item, marshalOptions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: marshal %s: %w", ErrInvalidWrite, t.s.model, err)
+	}
+	own := map[string]types.AttributeValue{}
+	for _, k := range []*keyAttr{t.s.base.pk, t.s.base.sk} {
+		if k == nil {
+			continue
+		}
+		for _, c := range k.parts {
+			if v, has := av[c.f.attr]; has {
+				own[c.f.attr] = v
+			}
+		}
+	}
+	texts, err := t.s.storedTexts(reflect.ValueOf(item).Elem(), own)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := t.baseKey(texts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, texts, nil
+}
+
 // guard is the condition that the stored item is still the one an operation
-// planned for. With a version field: the version equals expected (or the item
-// does not exist, for expected 0). Without one, in write-through mode: the
-// key component attributes equal those of old (so the index entries it
-// tombstones are the right ones), or the item does not exist when old is nil.
-// It returns ok=false when no condition is needed.
+// planned for. With a version field: the version equals expected, or for
+// expected 0 the item does not exist, or is the tombstone old (read before
+// the write) at its version: Put creates an item again over its tombstone.
+// Without one, in write-through mode: the key component attributes equal
+// those of old (so the index entries it tombstones are the right ones), or
+// the item does not exist when old is nil. It returns ok=false when no
+// condition is needed.
 func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, writeThrough bool) (expression.ConditionBuilder, string, bool) {
 	pk := expression.Name(t.s.base.pk.attr)
 	if t.s.version != nil {
 		if expected == 0 {
-			return pk.AttributeNotExists(), "the item does not exist yet (version 0)", true
+			if old != nil && t.opts.isTombstone(old) {
+				cond, what, _ := t.overTombstone(old)
+				return cond, what, true
+			}
+			return pk.AttributeNotExists(), "no item has this key yet (version 0 creates it)", true
 		}
 		return expression.Name(t.s.version.attr).Equal(expression.Value(expected)),
-			fmt.Sprintf("the item exists with version %d", expected), true
+			fmt.Sprintf("the item is at version %d", expected), true
 	}
 	if !writeThrough {
 		return expression.ConditionBuilder{}, "", false
 	}
 	if old == nil {
-		return pk.AttributeNotExists(), "the item does not exist yet", true
+		return pk.AttributeNotExists(), "no item has this key yet", true
 	}
 	var conds []expression.ConditionBuilder
 	names := make([]string, 0, len(t.s.fields))
@@ -180,8 +226,8 @@ func (t *Table[T]) changeVersion(newVersion uint64) string {
 func (t *Table[T]) writeThrough() bool { return t.opts.WriteThrough && t.hasIndexTables() }
 
 // current reads the stored base item (strongly consistent), or nil.
-func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.TableName()), Key: key, ConsistentRead: aws.Bool(true)})
+func (t *Table[T]) current(ctx context.Context, key map[string]types.AttributeValue, optFns []func(*dynamodb.Options)) (map[string]types.AttributeValue, error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.TableName()), Key: key, ConsistentRead: aws.Bool(true)}, optFns...)
 	if err != nil {
 		return nil, fmt.Errorf("ddbindex: read %s: %w", t.s.model, err)
 	}
@@ -201,6 +247,25 @@ func (t *Table[T]) putAction(av map[string]types.AttributeValue, cond expression
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}}}, nil
+}
+
+// storedVersion returns the version a stored item holds, as its Number
+// text; "" when it has none (or the model has no version field).
+func (t *Table[T]) storedVersion(item map[string]types.AttributeValue) string {
+	if t.s.version == nil {
+		return ""
+	}
+	if n, ok := item[t.s.version.attr].(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return ""
+}
+
+// setStoredVersion sets the version of an item about to be written, in the
+// model value and in its attributes.
+func (t *Table[T]) setStoredVersion(item *T, av map[string]types.AttributeValue, n uint64) {
+	t.setVersion(item, n)
+	av[t.s.version.attr] = &types.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
 }
 
 // foundFor returns the description of a found item for a write that
@@ -231,7 +296,7 @@ func (t *Table[T]) indexActions(c Change) ([]action, error) {
 // single sends one action on its own. ours tells, from the stored item
 // found after a conditional-check failure, whether an earlier attempt of the
 // call applied the action (see settle).
-func (t *Table[T]) single(ctx context.Context, op string, a action, expected uint64, ours func(map[string]types.AttributeValue) bool) error {
+func (t *Table[T]) single(ctx context.Context, op string, a action, expected uint64, optFns []func(*dynamodb.Options), ours func(map[string]types.AttributeValue) bool) error {
 	var err error
 	var att attempts
 	var key map[string]types.AttributeValue
@@ -244,22 +309,22 @@ func (t *Table[T]) single(ctx context.Context, op string, a action, expected uin
 		if d.ConditionExpression != nil {
 			in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		}
-		_, err = t.client.DeleteItem(ctx, in, att.option)
+		_, err = t.client.DeleteItem(ctx, in, att.with(optFns)...)
 	case a.item.Update != nil:
 		u := a.item.Update
 		key = u.Key
 		_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
 			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}, att.option)
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}, att.with(optFns)...)
 	}
 	if err != nil {
-		return t.settle(ctx, op, err, a.cond, expected, key, &att, ours)
+		return t.settle(ctx, op, err, a.cond, expected, key, &att, optFns, ours)
 	}
 	return nil
 }
 
 // transact sends actions in one TransactWriteItems.
-func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error {
+func (t *Table[T]) transact(ctx context.Context, op string, acts []action, optFns []func(*dynamodb.Options)) error {
 	if len(acts) > maxTransactActions {
 		return fmt.Errorf("%w: %s of %s needs %d actions", ErrTooManyActions, op, t.s.model, len(acts))
 	}
@@ -270,7 +335,7 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action) error
 	// The SDK gives the call one idempotency token (ClientRequestToken),
 	// which its retries reuse: a retried transaction that was applied is
 	// not applied again, and succeeds.
-	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, optFns...)
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		ce := &ConflictError{Op: op, Err: sdkError(err)}
@@ -322,6 +387,12 @@ func (a *attempts) option(o *dynamodb.Options) {
 	})
 }
 
+// with returns the caller's per-call options followed by option, which
+// comes last so that an option that replaces APIOptions cannot drop it.
+func (a *attempts) with(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	return append(slices.Clip(optFns), a.option)
+}
+
 // mayBeRetried reports whether an earlier attempt of the call may have been
 // applied: more than one attempt, or an unknown count (a client that does
 // not run per-call options).
@@ -352,60 +423,98 @@ func (t *Table[T]) hasToken(item map[string]types.AttributeValue, token string) 
 // conditional-check failure. When the item must be read to tell, and that
 // read fails, the outcome is unknown: the error says so, and is no conflict.
 func (t *Table[T]) settle(ctx context.Context, op string, err error, what string, expected uint64, key map[string]types.AttributeValue,
-	att *attempts, ours func(map[string]types.AttributeValue) bool) error {
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
+	att *attempts, optFns []func(*dynamodb.Options), ours func(map[string]types.AttributeValue) bool) error {
+	cur, done := t.failedOn(ctx, op, err, what, key, att, optFns)
+	if done != nil {
+		return done
 	}
-	retried := att.mayBeRetried()
-	cur := ccf.Item
-	if len(cur) == 0 {
-		// No item returned: none is stored, or the server does not return
-		// it. Read it.
-		var rerr error
-		cur, rerr = t.current(ctx, key)
-		if rerr != nil {
-			if retried {
-				return fmt.Errorf("ddbindex: %s %s: a retried attempt failed its condition (%s), and reading the item to tell whether an earlier attempt was applied failed; the write may or may not have been made: %w",
-					op, t.s.model, what, rerr)
-			}
-			return &ConflictError{Op: op, Failed: []string{what}, Err: sdkError(err)}
-		}
-	}
-	if retried && ours(cur) {
+	if att.mayBeRetried() && ours(cur) {
 		return nil
 	}
 	return &ConflictError{Op: op, Failed: []string{what + "; " + t.found(cur, expected, op)}, Err: sdkError(err)}
 }
 
-// found describes the stored item a failed condition met, and what to do.
-func (t *Table[T]) found(cur map[string]types.AttributeValue, expected uint64, op string) string {
-	st := "found " + t.state(cur)
-	switch {
-	case len(cur) == 0 && op == "update":
-		return st + ": Update does not create items (use Put)"
-	case len(cur) == 0:
-		return st + ": it was deleted or moved; re-read it before writing again"
-	case t.s.version != nil && expected == 0 && op != "update":
-		return st + ": it was created meanwhile; read it, and write that copy"
+// failedOn returns the stored item that err, the failure of a single
+// conditional write, met: the item DynamoDB returned with it (ALL_OLD), or
+// when it returned none, the item read now (nil when none is stored). done
+// is not nil when it is the call's outcome already: err is no
+// conditional-check failure, or the item could not be read.
+func (t *Table[T]) failedOn(ctx context.Context, op string, err error, what string, key map[string]types.AttributeValue, att *attempts, optFns []func(*dynamodb.Options)) (cur map[string]types.AttributeValue, done error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
 	}
-	return st + ": another write came first; re-read the item and retry"
+	if len(ccf.Item) > 0 {
+		return ccf.Item, nil
+	}
+	// No item returned: none is stored, or the server does not return it.
+	// Read it.
+	cur, rerr := t.current(ctx, key, optFns)
+	if rerr != nil {
+		if att.mayBeRetried() {
+			return nil, fmt.Errorf("ddbindex: %s %s: a retried attempt failed its condition (%s), and reading the item to tell whether an earlier attempt was applied failed; the write may or may not have been made: %w",
+				op, t.s.model, what, rerr)
+		}
+		return nil, &ConflictError{Op: op, Failed: []string{what}, Err: sdkError(err)}
+	}
+	return cur, nil
 }
 
-// state names a stored item for a conflict message: its version (with a
-// version field) and whether it is soft-deleted.
+// found describes the stored item a failed condition met (cur; nil when
+// none is stored), as the write of operation op that expected version
+// expected sees it, and what to do.
+func (t *Table[T]) found(cur map[string]types.AttributeValue, expected uint64, op string) string {
+	st := "found " + t.state(cur)
+	now := ""
+	if v := t.storedVersion(cur); v != "" {
+		now = " (now version " + v + ")"
+	}
+	switch {
+	case len(cur) == 0:
+		switch op {
+		case "update":
+			return st + ": Update changes existing items only; create it with Put"
+		case "delete":
+			return st + ": it is gone already (deleted for good, or moved to another key); there is nothing to delete at this key"
+		case "move":
+			return st + ": it was deleted for good or moved to another key since it was read; re-read it before moving it"
+		}
+		return st + ": it was deleted for good or moved to another key since it was read; to create it anew, put it with version 0"
+	case t.opts.isTombstone(cur):
+		switch op {
+		case "update":
+			return st + ": Update does not change a deleted item; to create it again, put it with version 0"
+		case "delete":
+			return st + ": it is deleted already; there is nothing to do"
+		case "move":
+			return st + ": it was deleted since it was read; there is nothing to move"
+		}
+		if t.s.version != nil && expected == 0 {
+			return st + ": it was deleted again while Put created it over its tombstone; retry the put"
+		}
+		return st + ": it was deleted since it was read; to create it again, put it with version 0"
+	case t.s.version != nil && expected == 0 && op == "put":
+		return st + ": another writer created it first; read it and put your change on that copy, or use another key"
+	case op == "delete":
+		return st + ": another write came first; re-read it" + now + ", and delete that copy if you still mean to"
+	case op == "move":
+		return st + ": another write came first; re-read it" + now + " and move that copy"
+	}
+	return st + ": another write came first; re-read it" + now + " and apply your change to that copy"
+}
+
+// state names a stored item for a conflict message: absent, live or
+// deleted (a tombstone), and its version when the model has a version field.
 func (t *Table[T]) state(cur map[string]types.AttributeValue) string {
 	if len(cur) == 0 {
-		return "no item with that key"
+		return "no item with this key"
 	}
-	st := "an item"
-	if t.s.version != nil {
-		if n, ok := cur[t.s.version.attr].(*types.AttributeValueMemberN); ok {
-			st = "version " + n.Value
-		}
+	st := "it live"
+	if t.opts.isTombstone(cur) {
+		st = "it deleted"
 	}
-	if b, ok := cur[t.opts.DeletedAttr].(*types.AttributeValueMemberBOOL); ok && b.Value {
-		st += ", soft-deleted"
+	if v := t.storedVersion(cur); v != "" {
+		st += " at version " + v
 	}
 	return st
 }

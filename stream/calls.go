@@ -9,11 +9,14 @@ import (
 	"github.com/ddbindex/ddbindex"
 )
 
-// This file is the one place of package stream where a failed call becomes a
+// This file is where package stream's failed calls become a
 // *ddbindex.CallError (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
 // the root package: a Consumer holds its DynamoDB Streams client as
 // streamCalls and its checkpoint store as checkpointCalls. (The index writes
-// go through the Table, whose client ddbindex wraps.)
+// go through the Table, whose client ddbindex wraps.) An answer the consumer
+// cannot use (a DescribeStream without a stream description, or whose shards
+// form a cycle) is reported as a *ddbindex.CallError of that call where it is
+// found, in consumer.go.
 
 // streamCalls is a consumer's DynamoDB Streams client, with every error
 // wrapped.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
@@ -62,7 +63,9 @@ func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, erro
 // ([ddbindex.ErrInvalidWrite]); otherwise it returns what
 // [ddbindex.Table.Apply] returns. Lambda retries a failed batch; Apply is
 // idempotent, so the records applied before a failure count as Stale then.
-func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev events.DynamoDBEvent) (ddbindex.ApplyStats, error) {
+// optFns are applied to every request Apply sends, as the SDK's own per-call
+// options.
+func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev events.DynamoDBEvent, optFns ...func(*dynamodb.Options)) (ddbindex.ApplyStats, error) {
 	if t == nil {
 		return ddbindex.ApplyStats{}, errNilTable
 	}
@@ -74,7 +77,7 @@ func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev event
 		}
 		changes = append(changes, c)
 	}
-	return t.Apply(ctx, changes...)
+	return t.Apply(ctx, changes, optFns...)
 }
 
 var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
@@ -91,12 +94,18 @@ func checkImages(event string, c ddbindex.Change, view string) error {
 }
 
 func streamImage(img map[string]streamtypes.AttributeValue) (map[string]types.AttributeValue, error) {
+	return convertImage(img, fromStreamAV)
+}
+
+// convertImage converts an item image of another package's attribute
+// values, attribute by attribute; a nil image stays nil.
+func convertImage[V any](img map[string]V, conv func(V) (types.AttributeValue, error)) (map[string]types.AttributeValue, error) {
 	if img == nil {
 		return nil, nil
 	}
 	out := make(map[string]types.AttributeValue, len(img))
 	for k, v := range img {
-		av, err := fromStreamAV(v)
+		av, err := conv(v)
 		if err != nil {
 			return nil, fmt.Errorf("attribute %s: %w", k, err)
 		}
@@ -156,18 +165,7 @@ func lambdaImageSafe(img map[string]events.DynamoDBAttributeValue) (out map[stri
 }
 
 func lambdaImage(img map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
-	if img == nil {
-		return nil, nil
-	}
-	out := make(map[string]types.AttributeValue, len(img))
-	for k, v := range img {
-		av, err := fromLambdaAV(v)
-		if err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", k, err)
-		}
-		out[k] = av
-	}
-	return out, nil
+	return convertImage(img, fromLambdaAV)
 }
 
 func fromLambdaAV(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {

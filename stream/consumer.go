@@ -12,12 +12,17 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/retry"
 )
+
+// This file holds the Consumer, which reads a table's stream shard by shard
+// and applies each record with Table.Apply, and the checkpoint store it
+// keeps its place in.
 
 // StreamsAPI is the part of the DynamoDB Streams client the consumer needs.
 // *dynamodbstreams.Client implements it.
@@ -124,6 +129,15 @@ type ConsumerOptions struct {
 	// errors. It may be called again for the same gap after a restart, until
 	// a record of the shard has been applied after it.
 	OnGap func(ctx context.Context, g Gap) error
+
+	// ClientOptions are applied to every DynamoDB request the consumer's
+	// index writes send (each record's [ddbindex.Table.Apply]), as the
+	// SDK's own per-call options.
+	ClientOptions []func(*dynamodb.Options)
+	// StreamsClientOptions are applied to every DynamoDB Streams request
+	// the consumer sends (ListStreams, DescribeStream, GetShardIterator,
+	// GetRecords).
+	StreamsClientOptions []func(*dynamodbstreams.Options)
 }
 
 const (
@@ -216,7 +230,7 @@ func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 		return c.opts.StreamARN, nil
 	}
 	out, err := retry.Call(ctx, c.retry, "ListStreams", func() (*dynamodbstreams.ListStreamsOutput, error) {
-		return c.api.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(c.t.TableName())})
+		return c.api.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(c.t.TableName())}, c.opts.StreamsClientOptions...)
 	})
 	if err != nil {
 		return "", fmt.Errorf("ddbindex: list streams of %s: %w", c.t.TableName(), err)
@@ -326,7 +340,7 @@ func (c *Consumer[T]) shards(ctx context.Context, arn string) ([]streamtypes.Sha
 	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)}
 	for {
 		out, err := retry.Call(ctx, c.retry, "DescribeStream", func() (*dynamodbstreams.DescribeStreamOutput, error) {
-			return c.api.DescribeStream(ctx, in)
+			return c.api.DescribeStream(ctx, in, c.opts.StreamsClientOptions...)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ddbindex: describe stream %s: %w", arn, err)
@@ -399,7 +413,7 @@ func (c *Consumer[T]) pollShard(ctx context.Context, arn string, sh streamtypes.
 			s.iter, s.last = it, at
 		}
 		out, err := retry.Call(ctx, c.retry, "GetRecords", func() (*dynamodbstreams.GetRecordsOutput, error) {
-			return c.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: s.iter, Limit: aws.Int32(c.opts.BatchSize)})
+			return c.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: s.iter, Limit: aws.Int32(c.opts.BatchSize)}, c.opts.StreamsClientOptions...)
 		})
 		var expiredErr *streamtypes.ExpiredIteratorException
 		var trimmed *streamtypes.TrimmedDataAccessException
@@ -486,7 +500,7 @@ func compareSeq(a, b string) int {
 
 func (c *Consumer[T]) iterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput) (*string, error) {
 	out, err := retry.Call(ctx, c.retry, "GetShardIterator", func() (*dynamodbstreams.GetShardIteratorOutput, error) {
-		return c.api.GetShardIterator(ctx, in)
+		return c.api.GetShardIterator(ctx, in, c.opts.StreamsClientOptions...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ddbindex: shard iterator of %s: %w", aws.ToString(in.ShardId), err)
@@ -720,7 +734,7 @@ func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r stre
 	var st ddbindex.ApplyStats // the last attempt's
 	_, err = retry.Call(ctx, c.retry, "Apply", func() (struct{}, error) {
 		var err error
-		st, err = c.t.Apply(ctx, ch)
+		st, err = c.t.Apply(ctx, []ddbindex.Change{ch}, c.opts.ClientOptions...)
 		return struct{}{}, err
 	})
 	if err == nil {

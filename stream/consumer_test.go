@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
@@ -179,7 +184,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	require.Len(t, recs, n)
 	changes := toChanges(t, recs)
 
-	forward, err := tb.Apply(ctx, changes...)
+	forward, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	writes := forward.Puts + forward.Deletes
 	require.Equal(t, ddbindex.ApplyStats{Changes: n, Puts: forward.Puts, Deletes: forward.Deletes}, forward)
@@ -187,14 +192,14 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	want := snapshot(t, tb)
 	allStale := ddbindex.ApplyStats{Changes: n, Stale: writes}
 
-	st, err := tb.Apply(ctx, changes...)
+	st, err := tb.Apply(ctx, changes)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "applying the batch twice")
 	require.Equal(t, want, snapshot(t, tb))
 
 	reversed := slices.Clone(changes)
 	slices.Reverse(reversed)
-	st, err = tb.Apply(ctx, reversed...)
+	st, err = tb.Apply(ctx, reversed)
 	require.NoError(t, err)
 	require.Equal(t, allStale, st, "the batch in reverse after it")
 	require.Equal(t, want, snapshot(t, tb))
@@ -205,7 +210,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		cut := 1 + rng.IntN(n-1)
 		older := slices.Clone(changes[:cut])
 		rng.Shuffle(len(older), func(i, j int) { older[i], older[j] = older[j], older[i] })
-		_, err := tb.Apply(ctx, older...)
+		_, err := tb.Apply(ctx, older)
 		require.NoError(t, err)
 		require.Equal(t, want, snapshot(t, tb), "redelivering %d older records", cut)
 	}
@@ -221,7 +226,7 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 		}(),
 	} {
 		fresh := stFresh(t, tb, name)
-		st, err := fresh.Apply(ctx, order...)
+		st, err := fresh.Apply(ctx, order)
 		require.NoError(t, err)
 		require.Equal(t, n, st.Changes)
 		require.Equal(t, writes, st.Puts+st.Deletes+st.Stale, "%s: the same writes, some skipped", name)
@@ -238,9 +243,12 @@ func TestApplyIdempotentAndOrderSafe(t *testing.T) {
 	var decoded events.DynamoDBEvent
 	require.NoError(t, json.Unmarshal(js, &decoded))
 	lambda := stFresh(t, tb, "lambda")
-	st, err = ApplyLambdaEvent(ctx, lambda, decoded)
+	var lambdaOps opCounter
+	st, err = ApplyLambdaEvent(ctx, lambda, decoded, lambdaOps.dynamodb)
 	require.NoError(t, err)
 	require.Equal(t, forward, st, "the Lambda path writes what the stream path wrote")
+	require.Equal(t, map[string]int{"PutItem": st.Puts + st.Deletes + st.Stale}, lambdaOps.counts(),
+		"the per-call options reach every write of the event")
 	require.Equal(t, want, snapshot(t, lambda))
 	st, err = ApplyLambdaEvent(ctx, lambda, decoded)
 	require.NoError(t, err)
@@ -514,4 +522,64 @@ func TestMemoryCheckpoints(t *testing.T) {
 	require.Equal(t, "17", got)
 	got, _ = m.Checkpoint(t.Context(), "shard-2")
 	require.Equal(t, "3", got)
+}
+
+// opCounter counts, by operation name, the SDK operations of the calls
+// whose per-call options it is in (once per operation, whatever its retries).
+type opCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *opCounter) count(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[awsmiddleware.GetOperationName(ctx)]++
+}
+
+func (c *opCounter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+func (c *opCounter) mw(s *middleware.Stack) error {
+	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("opCounter",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.count(ctx)
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+func (c *opCounter) dynamodb(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.mw) }
+func (c *opCounter) streams(o *dynamodbstreams.Options) {
+	o.APIOptions = append(o.APIOptions, c.mw)
+}
+
+// The consumer applies its ClientOptions to every index write and its
+// StreamsClientOptions to every DynamoDB Streams request.
+func TestConsumerClientOptions(t *testing.T) {
+	t.Parallel()
+	stRequireStreams(t)
+	ctx := t.Context()
+	tb, _ := newTestTable[stTicket](t, stFixedNow)
+	n := stWorkload(t, tb, "T1")
+	var writes, reads opCounter
+	cons := NewConsumer(tb, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, func(o *ConsumerOptions) {
+		o.ClientOptions = append(o.ClientOptions, writes.dynamodb)
+		o.StreamsClientOptions = append(o.StreamsClientOptions, reads.streams)
+	})
+	st, err := cons.Poll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, n, st.Changes)
+	require.Equal(t, map[string]int{"PutItem": st.Puts + st.Deletes + st.Stale}, writes.counts(), "every index write")
+	r := reads.counts()
+	require.Positive(t, r["ListStreams"])
+	require.Positive(t, r["DescribeStream"])
+	require.Positive(t, r["GetShardIterator"])
+	require.Positive(t, r["GetRecords"])
+	require.Len(t, r, 4, "only Streams operations: %v", r)
 }

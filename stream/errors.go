@@ -10,6 +10,9 @@ import (
 	"github.com/ddbindex/ddbindex"
 )
 
+// This file holds the stream package's typed errors: PoisonRecordError and
+// GapError.
+
 // PoisonRecord is a stream record whose index writes can never be made,
 // however often they are retried: the record is malformed
 // ([ddbindex.ErrStreamRecord]), its images do not fit the model (a value of

@@ -32,6 +32,7 @@ var stSentinels = map[string]error{
 	"ErrInvalidCursor":  ddbindex.ErrInvalidCursor,
 	"ErrNoProgress":     ddbindex.ErrNoProgress,
 	"ErrCapReached":     ddbindex.ErrCapReached,
+	"ErrNotFound":       ddbindex.ErrNotFound,
 	"ErrSchemaMismatch": ddbindex.ErrSchemaMismatch,
 	"ErrConflict":       ddbindex.ErrConflict,
 	"ErrKeyChange":      ddbindex.ErrKeyChange,

@@ -416,7 +416,7 @@ func fsSetup(t *testing.T) (*ddbindex.Table[stTicket], *fsStream) {
 func fsWant(t *testing.T, tb *ddbindex.Table[stTicket], changes ...ddbindex.Change) [][]map[string]types.AttributeValue {
 	t.Helper()
 	ref := stFresh(t, tb, "want")
-	_, err := ref.Apply(t.Context(), changes...)
+	_, err := ref.Apply(t.Context(), changes)
 	require.NoError(t, err)
 	return snapshot(t, ref)
 }

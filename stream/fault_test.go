@@ -158,7 +158,7 @@ func TestConsumerUnderFaults(t *testing.T) {
 	require.Len(t, recs, n)
 	last := aws.ToString(recs[n-1].Dynamodb.SequenceNumber)
 	ref := stFresh(t, tb, "want")
-	_, err := ref.Apply(t.Context(), toChanges(t, recs)...)
+	_, err := ref.Apply(t.Context(), toChanges(t, recs))
 	require.NoError(t, err)
 	want := snapshot(t, ref)
 	stCheckIndexes(t, ref, "T1")
@@ -230,7 +230,7 @@ func TestConsumerKillAndRestart(t *testing.T) {
 		seqIndex[aws.ToString(r.Dynamodb.SequenceNumber)] = i
 	}
 	ref := stFresh(t, tb, "want")
-	_, err := ref.Apply(t.Context(), toChanges(t, recs)...)
+	_, err := ref.Apply(t.Context(), toChanges(t, recs))
 	require.NoError(t, err)
 	want := snapshot(t, ref)
 	sc := ddbtest.StreamsClient(t)

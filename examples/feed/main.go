@@ -74,7 +74,7 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 		return err
 	}
 	fmt.Fprintf(w, "== creating %s (with a stream) and the index table\n", posts.TableName())
-	if err := posts.CreateTables(ctx, client, ddbindex.CreateOptions{}); err != nil {
+	if err := posts.CreateTables(ctx, client); err != nil {
 		return err
 	}
 	defer func() {

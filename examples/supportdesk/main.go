@@ -71,7 +71,7 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 		return err
 	}
 	fmt.Fprintf(w, "== creating %s and its index table\n", tickets.TableName())
-	if err := tickets.CreateTables(ctx, client, ddbindex.CreateOptions{NoStream: true}); err != nil {
+	if err := tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoStream = true }); err != nil {
 		return err
 	}
 	defer func() {

@@ -8,8 +8,8 @@
 //
 // The package gives each test uniquely named tables that are deleted when
 // the test ends (Name, CreateTable, DeleteOnCleanup), and capability probes
-// (Require, Has) so tests of transactions, TTL or streams skip on servers
-// that do not implement them instead of failing.
+// (Require, Has) so tests of transactions, TTL, streams or UpdateTable skip
+// on servers that do not implement them instead of failing.
 //
 // It is imported only by tests.
 package ddbtest

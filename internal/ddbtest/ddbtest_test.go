@@ -68,7 +68,7 @@ func TestWithoutEndpoint(t *testing.T) {
 	if Endpoint() != "" {
 		t.Fatalf("Endpoint() = %q with %s empty", Endpoint(), EnvEndpoint)
 	}
-	for _, f := range []Feature{Transactions, TTL, Streams} {
+	for _, f := range []Feature{Transactions, TTL, Streams, StreamUpdate, GSIUpdate} {
 		if Has(f) {
 			t.Errorf("Has(%s) without an endpoint", f)
 		}
@@ -153,7 +153,7 @@ func TestProbes(t *testing.T) {
 	t.Parallel()
 	Client(t) // skip without an endpoint
 	want, known := map[string]bool{"dynoxide": true, "dynalite": false}[Server()]
-	for _, f := range []Feature{Transactions, TTL, Streams} {
+	for _, f := range []Feature{Transactions, TTL, Streams, StreamUpdate, GSIUpdate} {
 		t.Run(string(f), func(t *testing.T) {
 			t.Parallel()
 			has := Has(f)

@@ -31,6 +31,13 @@ const (
 	// Streams is DynamoDB Streams: a table created with a
 	// StreamSpecification gets a stream ARN that DescribeStream serves.
 	Streams Feature = "streams"
+	// StreamUpdate is enabling a stream on an existing table with
+	// UpdateTable: the table then has a stream ARN that DescribeStream
+	// serves.
+	StreamUpdate Feature = "enabling a stream on an existing table (UpdateTable)"
+	// GSIUpdate is adding a GSI to an existing on-demand table with
+	// UpdateTable: the table then describes the GSI.
+	GSIUpdate Feature = "adding a GSI to an existing table (UpdateTable)"
 )
 
 // probes maps each feature to its probe. Each runs at most once per process,
@@ -39,6 +46,8 @@ var probes = map[Feature]func() (bool, error){
 	Transactions: sync.OnceValues(func() (bool, error) { return probe(Transactions, false, probeTransactions) }),
 	TTL:          sync.OnceValues(func() (bool, error) { return probe(TTL, false, probeTTL) }),
 	Streams:      sync.OnceValues(func() (bool, error) { return probe(Streams, true, probeStreams) }),
+	StreamUpdate: sync.OnceValues(func() (bool, error) { return probe(StreamUpdate, false, probeStreamUpdate) }),
+	GSIUpdate:    sync.OnceValues(func() (bool, error) { return probe(GSIUpdate, false, probeGSIUpdate) }),
 }
 
 // Require skips the test unless the server implements f. It fails the test
@@ -147,6 +156,70 @@ func probeStreams(ctx context.Context, c *clientPair, t *types.TableDescription)
 	}
 	_, err := c.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
 	return err == nil, err
+}
+
+func probeStreamUpdate(ctx context.Context, c *clientPair, t *types.TableDescription) (bool, error) {
+	_, err := c.db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:           t.TableName,
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
+	})
+	if refused(err) {
+		return false, nil // dynalite: "At least one of ProvisionedThroughput, ... is required"
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := waitActive(ctx, c.db, aws.ToString(t.TableName)); err != nil {
+		return false, err
+	}
+	out, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: t.TableName})
+	if err != nil {
+		return false, err
+	}
+	arn := aws.ToString(out.Table.LatestStreamArn)
+	if arn == "" {
+		return false, nil
+	}
+	_, err = c.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+	return err == nil, err
+}
+
+func probeGSIUpdate(ctx context.Context, c *clientPair, t *types.TableDescription) (bool, error) {
+	_, err := c.db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName: t.TableName,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("gpk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName:  aws.String("probe-gsi"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("gpk"), KeyType: types.KeyTypeHash}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}}},
+	})
+	if refused(err) {
+		return false, nil // dynalite wants a ProvisionedThroughput, and then ignores the GSI
+	}
+	if err != nil {
+		return false, err
+	}
+	out, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: t.TableName})
+	if err != nil {
+		return false, err
+	}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == "probe-gsi" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// refused reports whether the server refused a valid request as invalid or
+// unknown: it lacks what the request asks for.
+func refused(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "ValidationException" || unimplemented(err))
 }
 
 // unimplemented reports whether err says the operation does not exist on

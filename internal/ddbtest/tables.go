@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// This file creates, waits for and deletes the tables of a test.
+
 const (
 	waitMinDelay = 50 * time.Millisecond
 	waitMaxDelay = time.Second
