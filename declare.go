@@ -44,6 +44,10 @@ type TableSpec struct{}
 //	pk=ATTR, sk=ATTR    the attributes that hold the composite (derived) key values
 //	                    (required for a composite GSI/LSI key; an index table defaults to _pk and _sk)
 //	project=all|keys|a|b|c  what the index projects (default all)
+//	shards=N            write-shard the index's partitions N ways (1 to 1024; see
+//	                    the README's "Sharded indexes"): each item's partition
+//	                    value gets a suffix, a stable hash of its base key mod N,
+//	                    and a query reads the N shards and merges them in order
 type IndexSpec struct{}
 
 // DeclarationError reports a broken rule in a model's ddbindex declarations.
@@ -116,6 +120,11 @@ type keyAttr struct {
 	// partition is true for a partition (hash) key, whose values may be
 	// 2048 bytes; a sort key's may be 1024.
 	partition bool
+	// shards is the number of write shards of a sharded index's partition
+	// key (0: not sharded). Its stored value ends with one more component,
+	// the shard: shardOf the canonical texts of shardBy, the base key fields.
+	shards  int
+	shardBy []*field
 }
 
 // declaration is the TableSpec or one IndexSpec as the model declares it:
@@ -129,6 +138,7 @@ type declaration struct {
 	physical string          // the TableSpec's table name
 	names    map[Kind]string // the physical name of each form: name= for the declared type, gsi=, lsi=, table=
 	keep     Kind            // keep=: the form kept besides the declared one; noKind for none
+	shards   int             // shards=: the number of write shards of each partition; 0 for none
 	forms    []*layout       // the layout of each form: the declared type's, then the kept form's
 	pkName   string          // pk=
 	skName   string          // sk=
@@ -277,6 +287,12 @@ func parseSchema(t reflect.Type) (*schema, error) {
 				case (k == "gsi" || k == "lsi" || k == "table") && !isTable:
 					kind, _ := indexKind(k)
 					d.names[kind] = v
+				case k == "shards" && !isTable:
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 1 || n > maxShards {
+						return nil, fail(sf.Name, d.name, "shards=%s is not a number of shards from 1 to %d", v, maxShards)
+					}
+					d.shards = n
 				case k == "project" && !isTable:
 					switch v {
 					case "all", "":

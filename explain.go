@@ -36,6 +36,11 @@ type Explanation struct {
 type Request struct {
 	Kind  Kind
 	Input *dynamodb.QueryInput
+	// Shards are, for a sharded index (shards= in its IndexSpec), the
+	// first request to every shard, in shard order: alike but for the
+	// partition key value (and their Limits). Input is Shards[0]. Nil for
+	// an index that is not sharded.
+	Shards []*dynamodb.QueryInput
 }
 
 // String renders the request with its placeholders resolved, e.g.
@@ -51,7 +56,11 @@ func (r Request) String() string {
 	if in.IndexName != nil {
 		target += " index " + aws.ToString(in.IndexName)
 	}
-	fmt.Fprintf(&b, "Query %s (%s)\n", target, r.Kind)
+	if len(r.Shards) > 0 {
+		fmt.Fprintf(&b, "Query %s (%s, %d shards)\n", target, r.Kind, len(r.Shards))
+	} else {
+		fmt.Fprintf(&b, "Query %s (%s)\n", target, r.Kind)
+	}
 	resolve := func(expr string) string {
 		return resolveExpr(expr, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	}
@@ -73,6 +82,13 @@ func (r Request) String() string {
 	fmt.Fprintf(&b, "  Limit: %d, ScanIndexForward: %t", aws.ToInt32(in.Limit), aws.ToBool(in.ScanIndexForward))
 	if aws.ToBool(in.ConsistentRead) {
 		b.WriteString(", ConsistentRead: true")
+	}
+	if len(r.Shards) > 0 {
+		parts := make([]string, len(r.Shards))
+		for i, sh := range r.Shards {
+			parts[i] = fmt.Sprintf("%s (Limit %d)", avString(sh.ExpressionAttributeValues[shardPKValue]), aws.ToInt32(sh.Limit))
+		}
+		fmt.Fprintf(&b, "\n  and the same request to every shard, in parallel, merged in order: %s", strings.Join(parts, ", "))
 	}
 	return b.String()
 }
@@ -143,8 +159,24 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		if limit == 0 {
 			limit = DefaultPageSize
 		}
+		want := pageWant(limit, true)
+		if p.shard != nil {
+			m := newMerger(q, p, true, nil)
+			r := &Request{Kind: d.kind}
+			for _, st := range m.streams {
+				r.Shards = append(r.Shards, st.pg.request(st.pg.size.next(m.share(want, len(m.streams)))))
+			}
+			if len(r.Shards) > 0 {
+				r.Input = r.Shards[0]
+			} else {
+				// The range is empty: no request is sent.
+				in := p.shardInput(0)
+				r.Input = &in
+			}
+			return r, nil
+		}
 		pg := newPager(q, p, true, nil)
-		return &Request{Kind: d.kind, Input: pg.request(pg.size.next(pageWant(limit, true)))}, nil
+		return &Request{Kind: d.kind, Input: pg.request(pg.size.next(want))}, nil
 	}
 	r, err := first(q, d)
 	if err != nil {

@@ -213,6 +213,8 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	switch kind {
 	case LSI:
 		switch {
+		case d.shards > 0:
+			return nil, fail("", "an LSI shares the base table's partitions and cannot be sharded; remove shards=%d or make the index a gsi or table", d.shards)
 		case len(d.pk) > 0 && !slices.Equal(d.pk, base.pk):
 			return nil, fail(d.pk[0].f.goName, "an LSI shares the base table's partition key; declare only its sort components")
 		case d.pkName != "":
@@ -229,11 +231,22 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 			return nil, fail("", "the base table has no partition component: tag a field with %s", roleTag(d.name, "pk"))
 		}
 		pkName := d.pkName
-		if kind != BaseTable && pkName == "" && !nativeOK(pkComps) {
+		if kind != BaseTable && pkName == "" && (!nativeOK(pkComps) || d.shards > 0) {
 			pkName = "_pk" // the documented default for an index's derived partition key
 		}
 		if l.pk, err = s.keyAttr(l, "pk", pkName, pkComps, nil); err != nil {
 			return nil, err
+		}
+		if d.shards > 0 {
+			// A sharded partition key is always derived: its value ends with the shard.
+			l.pk.shards = d.shards
+			for _, k := range []*keyAttr{s.base.pk, s.base.sk} {
+				if k != nil {
+					for _, c := range k.parts {
+						l.pk.shardBy = append(l.pk.shardBy, c.f)
+					}
+				}
+			}
 		}
 	}
 	var suffix []*component
@@ -242,12 +255,14 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	}
 	// An index's derived attributes default to _pk and _sk; the base
 	// table's must be named.
+	// A sharded index's sort key is derived too, and ends with the base key
+	// components it lacks: unique, so the shards merge in one total order.
 	skName := d.skName
-	if kind != BaseTable && skName == "" && (kind == IndexTable || !nativeOK(d.sk)) {
+	if kind != BaseTable && skName == "" && (kind == IndexTable || d.shards > 0 || !nativeOK(d.sk)) {
 		skName = "_sk"
 	}
 	switch {
-	case kind == IndexTable && len(d.sk)+len(suffix) > 0:
+	case (kind == IndexTable || d.shards > 0) && len(d.sk)+len(suffix) > 0:
 		l.sk, err = s.keyAttr(l, "sk", skName, d.sk, suffix)
 	case len(d.sk) > 0 && d.skName == "" && nativeOK(d.sk):
 		l.sk, err = s.keyAttr(l, "sk", "", d.sk, nil)
@@ -261,6 +276,9 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if d.shards > 0 && l.sk == nil {
+		return nil, fail("", "a sharded index needs a sort key to merge its shards in order, and its key holds the whole base key (one item per partition): remove shards=%d", d.shards)
 	}
 	switch kind {
 	case BaseTable:

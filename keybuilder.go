@@ -1,8 +1,10 @@
 package ddbindex
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"reflect"
 	"strconv"
@@ -822,6 +824,42 @@ func upperBound(p string, more bool) string {
 // "$XX"), so a greater key that starts with key goes on with a byte above
 // '!', and any other greater key differs from key before its end.
 func compositeSuccessor(key string) string { return key + "!" }
+
+// maxShards caps shards=: a query of a sharded index sends a request to
+// every shard.
+const maxShards = 1024
+
+// shardOf returns the shard, from 0 to n-1, of an item of an index sharded n
+// ways: FNV-1a (64-bit) over the canonical texts of its base key fields, in
+// declaration order, each preceded by its length as a uvarint, mod n. It
+// depends on the base key alone, so an item keeps its shard for life, and
+// on nothing but the texts, so it is the same in every process and release.
+func shardOf(text func(*field) string, by []*field, n int) int {
+	h := fnv.New64a()
+	var b []byte
+	for _, f := range by {
+		t := text(f)
+		h.Write(binary.AppendUvarint(b[:0], uint64(len(t))))
+		h.Write([]byte(t))
+	}
+	return int(h.Sum64() % uint64(n))
+}
+
+// appendShard appends the shard component of a sharded partition key: the
+// separator, then the shard in decimal.
+func appendShard(b []byte, shard int) []byte {
+	return strconv.AppendInt(append(b, Separator), int64(shard), 10)
+}
+
+// parseShard reads a shard component (still encoded: decimal digits need no
+// escaping) of an index sharded n ways.
+func parseShard(enc string, n int) (int, error) {
+	v, err := strconv.Atoi(enc)
+	if err != nil || v < 0 || v >= n || strconv.Itoa(v) != enc {
+		return 0, fmt.Errorf("shard %q is not a shard from 0 to %d: %w", enc, n-1, errMalformed)
+	}
+	return v, nil
+}
 
 // splitRaw splits an encoded composite key at its separators, leaving each
 // component encoded.

@@ -163,6 +163,9 @@ func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, e
 // physical returns the stored attribute value of the key for the canonical
 // texts given by text.
 func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, error) {
+	if k.shards > 0 {
+		return k.inShard(text, shardOf(text, k.shardBy, k.shards))
+	}
 	if k.native {
 		c := k.parts[0]
 		t := text(c.f)
@@ -191,6 +194,20 @@ func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := k.checkSize(len(b)); err != nil {
+		return nil, err
+	}
+	return &types.AttributeValueMemberS{Value: string(b)}, nil
+}
+
+// inShard returns the stored value of a sharded partition key in the given
+// shard, for the canonical texts given by text.
+func (k *keyAttr) inShard(text func(*field) string, shard int) (types.AttributeValue, error) {
+	b, err := k.appendComposite(make([]byte, 0, 64), text)
+	if err != nil {
+		return nil, err
+	}
+	b = appendShard(b, shard)
 	if err := k.checkSize(len(b)); err != nil {
 		return nil, err
 	}
@@ -288,6 +305,15 @@ func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error
 		}
 		i++
 	}
+	if k.shards > 0 {
+		if i >= len(texts) {
+			return fmt.Errorf("%s: the shard is missing: %w", k.attr, errMalformed)
+		}
+		if _, err := parseShard(texts[i], k.shards); err != nil {
+			return fmt.Errorf("%s: %w", k.attr, err)
+		}
+		i++
+	}
 	if i != len(texts) {
 		return fmt.Errorf("%s: too many components: %w", k.attr, errMalformed)
 	}
@@ -333,6 +359,17 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 	for i, ok := range seen {
 		if !ok {
 			return nil, fmt.Errorf("the key attributes do not hold %s", d.slots[i].attr)
+		}
+	}
+	if d.pk.shards > 0 {
+		// The shard must be the one the base key hashes to: an entry in
+		// another shard is one that no query can find in order.
+		want, err := d.pk.physical(d.textOf(pos))
+		if err != nil {
+			return nil, err
+		}
+		if !avEqual(want, item[d.pk.attr]) {
+			return nil, fmt.Errorf("%s: the entry is in another shard than its base key's: %w", d.pk.attr, errMalformed)
 		}
 	}
 	return pos, nil
@@ -505,6 +542,26 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	return esk, true
 }
 
+// prefixCeiling returns the highest String of at most maxSortKeyBytes bytes
+// that begins with p, in DynamoDB's byte order: p followed by the highest
+// characters up to the size limit. Every String key that begins with p is at
+// most it.
+func prefixCeiling(p string) string {
+	return string(appendHighest(append(make([]byte, 0, maxSortKeyBytes), p...)))
+}
+
+// appendHighest fills b up to maxSortKeyBytes with the highest characters
+// of each UTF-8 length, longest first: a value that matched all of them
+// would be longer than the limit.
+func appendHighest(b []byte) []byte {
+	for _, c := range []rune{utf8.MaxRune, 0xFFFF, 0x7FF, 0x7F} {
+		for n := utf8.RuneLen(c); len(b)+n <= maxSortKeyBytes; {
+			b = utf8.AppendRune(b, c)
+		}
+	}
+	return b
+}
+
 // predecessor returns a value below s such that no value of at most
 // maxSortKeyBytes bytes lies strictly between the two, in DynamoDB's byte
 // order: s with its last character one lower, followed by the highest
@@ -537,12 +594,5 @@ func predecessor(s string, binary bool) string {
 	}
 	b := make([]byte, 0, maxSortKeyBytes)
 	b = utf8.AppendRune(append(b, head...), r)
-	// The highest character of each UTF-8 length, longest first: a value
-	// that matched all of them would be longer than the limit.
-	for _, c := range []rune{utf8.MaxRune, 0xFFFF, 0x7FF, 0x7F} {
-		for n := utf8.RuneLen(c); len(b)+n <= maxSortKeyBytes; {
-			b = utf8.AppendRune(b, c)
-		}
-	}
-	return string(b)
+	return string(appendHighest(b))
 }

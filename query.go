@@ -177,6 +177,7 @@ type plan struct {
 	start   cursorPos  // from the cursor; zero at the beginning
 	digest  readDigest // what the query counts as live (see readDigest)
 	memoKey string     // the page fill's memo entry
+	shard   *shardPlan // for a sharded index; nil otherwise
 }
 
 // readDigest digests what the query counts as live, for the next position
@@ -299,11 +300,21 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := expression.Key(d.pk.attr).Equal(expression.Value(pkVal))
-	if kc != nil {
-		key = key.And(kc.builder())
+	b := expression.NewBuilder()
+	sharded := d.pk.shards > 0
+	if sharded {
+		// Each shard's key condition is written per shard (shardInput).
+		if q.maxRequests > 0 && q.maxRequests < d.pk.shards {
+			return nil, queryErr(d.name, "MaxRequests %d is below the %d requests (one per shard) that any page of a sharded index needs", q.maxRequests, d.pk.shards)
+		}
+	} else {
+		key := expression.Key(d.pk.attr).Equal(expression.Value(pkVal))
+		if kc != nil {
+			key = key.And(kc.builder())
+		}
+		b = b.WithKeyCondition(key)
 	}
-	b := expression.NewBuilder().WithKeyCondition(key)
+	built := !sharded
 	var filter *expression.ConditionBuilder
 	if d.filtersTombstones() && !q.deleted {
 		live := liveCondition(&q.t.opts)
@@ -318,7 +329,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		}
 	}
 	if filter != nil {
-		b = b.WithFilter(*filter)
+		b, built = b.WithFilter(*filter), true
 	}
 	if len(q.project) > 0 {
 		names := q.t.withTombstoneMarker(slices.Clone(q.project))
@@ -331,11 +342,13 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		for _, n := range names[1:] {
 			p = p.AddNames(expression.Name(n))
 		}
-		b = b.WithProjection(p)
+		b, built = b.WithProjection(p), true
 	}
-	expr, err := b.Build()
-	if err != nil {
-		return nil, queryErr(d.name, "%v", err)
+	var expr expression.Expression
+	if built { // a Builder with no expression set does not build
+		if expr, err = b.Build(); err != nil {
+			return nil, queryErr(d.name, "%v", err)
+		}
 	}
 	digest, err := q.readDigest()
 	if err != nil {
@@ -384,6 +397,11 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		}
 		p.start = c
 	}
+	if sharded {
+		if p.shard, err = d.shardPlan(pkTexts, kc, p.start, q.desc); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -431,7 +449,12 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	page, err := fill[T](ctx, q, p, limit, true, optFns)
+	var page *Page[T]
+	if p.shard != nil {
+		page, err = fillSharded[T](ctx, q, p, limit, true, optFns)
+	} else {
+		page, err = fill[T](ctx, q, p, limit, true, optFns)
+	}
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
@@ -454,6 +477,10 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 		p, err := q.plan()
 		if err != nil {
 			yield(zero, err)
+			return
+		}
+		if p.shard != nil {
+			q.allSharded(ctx, p, optFns, yield)
 			return
 		}
 		pager := newPager(q, p, true, optFns)
@@ -513,7 +540,12 @@ func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options))
 	if err != nil {
 		return false, err
 	}
-	page, err := fill[T](ctx, q, p, 1, false, optFns)
+	var page *Page[T]
+	if p.shard != nil {
+		page, err = fillSharded[T](ctx, q, p, 1, false, optFns)
+	} else {
+		page, err = fill[T](ctx, q, p, 1, false, optFns)
+	}
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}

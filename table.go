@@ -121,6 +121,9 @@ type Options struct {
 	// calls on an index that keeps two forms with the same page read on
 	// the other form, in the background (see ShadowOptions).
 	Shadow *ShadowOptions
+	// ShardFanout is how many requests to the shards of a sharded index
+	// (shards= in its IndexSpec) one call sends at once. Default 16.
+	ShardFanout int
 	// Retry bounds how often [Table.BatchGet] asks again for the keys
 	// DynamoDB left unprocessed, and its retries of a request that failed
 	// with a transient error (see [IsTransient]).
@@ -151,6 +154,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ShardFanout == 0 {
+		o.ShardFanout = defaultShardFanout
 	}
 	o.Retry = o.Retry.withDefaults()
 }
@@ -205,6 +211,9 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 	}
 	if o.Retention < 0 {
 		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.Retention is %v; a tombstone's retention cannot be negative (0 means the default, 7 days)", o.Retention)}
+	}
+	if o.ShardFanout < 0 {
+		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.ShardFanout is %d; it cannot be negative (0 means the default, %d)", o.ShardFanout, defaultShardFanout)}
 	}
 	if o.MaxCursorBytes < 0 {
 		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.MaxCursorBytes is %d; the cursor size cap cannot be negative (0 means the default, 4096)", o.MaxCursorBytes)}

@@ -1,0 +1,500 @@
+package ddbindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// This file reads a sharded index (shards=N). A logical partition is N
+// physical ones, one per shard (see shardOf). A query reads every shard
+// with its own page fill (a pager) under one sort key range, and merges
+// them: the sort key of a sharded index is derived and ends with the base
+// key components it lacks, so it is unique in the logical partition and the
+// merge yields exactly the order of the unsharded index. A cursor is one
+// logical position, as for any index: every shard continues after it
+// through the key condition, never through an ExclusiveStartKey.
+
+// defaultShardFanout is Options.ShardFanout's default.
+const defaultShardFanout = 16
+
+// Placeholders of a sharded query's key condition. The expression builder
+// names its own #0, :0, ..., so these cannot collide with them.
+const (
+	shardPKName  = "#ddbxpk"
+	shardPKValue = ":ddbxpk"
+	shardSKName  = "#ddbxsk"
+	shardLo      = ":ddbxlo"
+	shardHi      = ":ddbxhi"
+)
+
+// shardPlan is what a query of a sharded index adds to its plan.
+type shardPlan struct {
+	keys []types.AttributeValue // each shard's partition key value
+	// cond is the condition on the sort key every shard reads ("" for
+	// none), with its values: the caller's condition narrowed to what
+	// follows the cursor.
+	cond   string
+	values map[string]types.AttributeValue
+	// empty: the range holds nothing, so no request is needed.
+	empty bool
+	// after is the cursor's sort key when the condition could not exclude
+	// it (a successor over DynamoDB's size limit): the merge drops entries
+	// up to it. "" for none.
+	after string
+}
+
+// skBound is one end of a sort key range, in ordered form.
+type skBound struct {
+	set  bool
+	v    string
+	incl bool
+}
+
+// tighter returns the tighter of two lower (lower true) or upper bounds.
+func tighter(a, b skBound, lower bool) skBound {
+	switch {
+	case !a.set:
+		return b
+	case !b.set:
+		return a
+	case a.v == b.v:
+		return skBound{true, a.v, a.incl && b.incl}
+	case (a.v > b.v) == lower:
+		return a
+	}
+	return b
+}
+
+// shardPlan makes the shard plan of a query of d, a sharded layout, whose
+// partition texts are pkTexts, under the key condition kc, starting after
+// the cursor position start (desc: descending).
+func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc bool) (*shardPlan, error) {
+	sp := &shardPlan{keys: make([]types.AttributeValue, d.pk.shards)}
+	byField := d.schema.newKeyTexts()
+	for i, c := range d.pk.parts {
+		byField.put(c.f, pkTexts[i])
+	}
+	for i := range sp.keys {
+		av, err := d.pk.inShard(byField.text, i)
+		if err != nil {
+			return nil, queryErr(d.name, "partition: %v", err)
+		}
+		sp.keys[i] = av
+	}
+	// The caller's condition as a range of stored sort keys.
+	var lo, hi skBound
+	prefix := false
+	if kc != nil {
+		switch kc.op {
+		case opEq:
+			lo, hi = skBound{true, kc.oa, true}, skBound{true, kc.oa, true}
+		case opLt:
+			hi = skBound{true, kc.oa, false}
+		case opLe:
+			hi = skBound{true, kc.oa, true}
+		case opGt:
+			lo = skBound{true, kc.oa, false}
+		case opGe:
+			lo = skBound{true, kc.oa, true}
+		case opBetween:
+			lo, hi = skBound{true, kc.oa, true}, skBound{true, kc.ob, true}
+		case opBeginsWith:
+			lo, hi = skBound{true, kc.oa, true}, skBound{true, prefixCeiling(kc.oa), true}
+			prefix = true
+		}
+	}
+	// What follows the cursor: after its position, and from its next
+	// position on when it has one (nothing live lies between the two).
+	if start.at != nil {
+		at, err := d.sk.ordered(d.textOf(start.at))
+		if err != nil {
+			return nil, cursorErr(err, "position does not encode")
+		}
+		from := skBound{true, at, false}
+		if start.next != nil {
+			if n, err := d.sk.ordered(d.textOf(start.next)); err == nil && (n > at) != desc && n != at {
+				from = skBound{true, n, true}
+			}
+		}
+		if desc {
+			hi = tighter(hi, from, false)
+		} else {
+			lo = tighter(lo, from, true)
+		}
+		prefix = false
+	}
+	sp.values = map[string]types.AttributeValue{}
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	switch {
+	case prefix:
+		sp.cond, sp.values[shardLo] = "begins_with("+shardSKName+", "+shardLo+")", s(kc.oa)
+	case lo.set && hi.set:
+		l, h := lo.v, hi.v
+		if !lo.incl {
+			if l = compositeSuccessor(l); len(l) > maxSortKeyBytes {
+				l, sp.after = lo.v, lo.v // the merge drops the entry at lo.v
+			}
+		}
+		if !hi.incl {
+			h = predecessor(h, false)
+		}
+		switch {
+		case h == "" || l > h:
+			sp.empty = true
+		case l == h:
+			sp.cond, sp.values[shardLo] = shardSKName+" = "+shardLo, s(l)
+		default:
+			sp.cond = shardSKName + " BETWEEN " + shardLo + " AND " + shardHi
+			sp.values[shardLo], sp.values[shardHi] = s(l), s(h)
+		}
+	case lo.set:
+		op := " > "
+		if lo.incl {
+			op = " >= "
+		}
+		sp.cond, sp.values[shardLo] = shardSKName+op+shardLo, s(lo.v)
+	case hi.set:
+		op := " < "
+		if hi.incl {
+			op = " <= "
+		}
+		sp.cond, sp.values[shardHi] = shardSKName+op+shardHi, s(hi.v)
+	}
+	return sp, nil
+}
+
+// shardInput is the request of shard i, without Limit or ExclusiveStartKey.
+func (p *plan) shardInput(i int) dynamodb.QueryInput {
+	in := p.input
+	names := maps.Clone(in.ExpressionAttributeNames)
+	if names == nil {
+		names = map[string]string{}
+	}
+	values := maps.Clone(in.ExpressionAttributeValues)
+	if values == nil {
+		values = map[string]types.AttributeValue{}
+	}
+	names[shardPKName], values[shardPKValue] = p.def.pk.attr, p.shard.keys[i]
+	cond := shardPKName + " = " + shardPKValue
+	if p.shard.cond != "" {
+		names[shardSKName] = p.def.sk.attr
+		maps.Copy(values, p.shard.values)
+		cond += " AND " + p.shard.cond
+	}
+	in.KeyConditionExpression = aws.String(cond)
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = names, values
+	return in
+}
+
+// shardStream is one shard's page fill in a merge.
+type shardStream[T any] struct {
+	pg   *pager[T]
+	buf  []map[string]types.AttributeValue // live entries read and not yet merged
+	more bool                              // the shard has entries after those read
+	sent bool                              // a request was sent
+}
+
+// sortKey returns the stored sort key of an entry (or a key) of a sharded
+// index: a String, since it is always derived.
+func sortKey(item map[string]types.AttributeValue, attr string) string {
+	v, _ := item[attr].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
+	}
+	return v.Value
+}
+
+// head returns the sort key of the stream's first buffered entry.
+func (s *shardStream[T]) head(attr string) string { return sortKey(s.buf[0], attr) }
+
+// last returns the sort key of the last entry the shard evaluated: no
+// unread entry of the shard lies at or before it.
+func (s *shardStream[T]) last(attr string) string { return sortKey(s.pg.esk, attr) }
+
+// merger yields the live entries of a sharded query in the index's order.
+type merger[T any] struct {
+	q       Query[T]
+	p       *plan
+	streams []*shardStream[T]
+	fanout  int
+	desc    bool
+	emitted int                             // entries yielded
+	lastOut map[string]types.AttributeValue // the last entry yielded
+}
+
+// newMerger starts the shards' page fills of a query of a sharded index.
+func newMerger[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Options)) *merger[T] {
+	m := &merger[T]{q: q, p: p, desc: q.desc, fanout: q.t.opts.ShardFanout}
+	if m.fanout <= 0 {
+		m.fanout = defaultShardFanout
+	}
+	if p.shard.empty {
+		return m
+	}
+	m.streams = make([]*shardStream[T], len(p.shard.keys))
+	for i := range m.streams {
+		sp := *p
+		sp.input = p.shardInput(i)
+		sp.start = cursorPos{}
+		m.streams[i] = &shardStream[T]{pg: newPager(q, &sp, memo, optFns), more: true}
+	}
+	return m
+}
+
+// stats sums the shards' costs.
+func (m *merger[T]) stats() Stats {
+	var s Stats
+	for _, st := range m.streams {
+		s.add(st.pg.total)
+	}
+	return s
+}
+
+// remember passes each shard's evidence to later calls.
+func (m *merger[T]) remember() {
+	for _, st := range m.streams {
+		st.pg.remember()
+	}
+}
+
+// before reports whether sort key a comes before b in the query's order.
+func (m *merger[T]) before(a, b string) bool {
+	if m.desc {
+		return a > b
+	}
+	return a < b
+}
+
+// capped returns a *CapError when the caps forbid a round of n requests;
+// the cursor continues after the last entry yielded.
+func (m *merger[T]) capped(n int) error {
+	q, total := m.q, m.stats()
+	var ce *CapError
+	switch {
+	case q.maxRequests > 0 && total.Requests+n > q.maxRequests:
+		ce = &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(total.Requests)}
+	case q.maxUnits > 0 && total.ReadUnits >= q.maxUnits:
+		ce = &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: total.ReadUnits}
+	default:
+		return nil
+	}
+	var err error
+	if ce.Cursor, err = m.cursor(m.resume()); err != nil {
+		return err
+	}
+	return ce
+}
+
+// resume is where a call stopped now continues: after the last entry
+// yielded, else where it started.
+func (m *merger[T]) resume() cursorPos {
+	if m.lastOut == nil {
+		return m.p.start
+	}
+	pos, err := m.p.def.positionOf(m.lastOut)
+	if err != nil {
+		return m.p.start // unreachable: every yielded entry's position was read
+	}
+	return cursorPos{at: pos}
+}
+
+// cursor mints the cursor for c, as a pager does.
+func (m *merger[T]) cursor(c cursorPos) (string, error) {
+	pg := &pager[T]{q: m.q, p: m.p}
+	return pg.cursor(c)
+}
+
+// next yields the next live entry, reading the shards it needs; want is
+// how many entries the call still wants (0: all there are). ok is false at
+// the end.
+func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.AttributeValue, bool, error) {
+	attr := m.p.def.sk.attr
+	for {
+		best := -1
+		for i, s := range m.streams {
+			if len(s.buf) > 0 && (best < 0 || m.before(s.head(attr), m.streams[best].head(attr))) {
+				best = i
+			}
+		}
+		// A shard whose buffer is empty but that has more entries holds
+		// back the merge while its next entry may come before the best
+		// head: it has none up to the last key it evaluated.
+		var fetch []int
+		active := 0
+		for i, s := range m.streams {
+			if len(s.buf) > 0 || s.more {
+				active++
+			}
+			if len(s.buf) == 0 && s.more && (!s.sent || best < 0 || !m.before(m.streams[best].head(attr), s.last(attr))) {
+				fetch = append(fetch, i)
+			}
+		}
+		if len(fetch) > 0 {
+			if err := m.round(ctx, fetch, want, active); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		if best < 0 {
+			return nil, false, nil
+		}
+		s := m.streams[best]
+		item := s.buf[0]
+		s.buf = s.buf[1:]
+		if m.p.shard.after != "" && !m.before(m.p.shard.after, sortKey(item, attr)) {
+			continue // the cursor's own entry, which the condition could not exclude
+		}
+		m.emitted++
+		m.lastOut = item
+		return item, true, nil
+	}
+}
+
+// round sends one request to each of the shards fetch lists, at most
+// fanout at a time. Each asks for its share of what the call still wants
+// (want 0: as much as a request returns).
+func (m *merger[T]) round(ctx context.Context, fetch []int, want, active int) error {
+	if err := m.capped(len(fetch)); err != nil {
+		return err
+	}
+	need := 0
+	if want > 0 {
+		need = m.share(want-m.emitted, active)
+	}
+	errs := make([]error, len(fetch))
+	sem := make(chan struct{}, m.fanout)
+	var wg sync.WaitGroup
+	for j, i := range fetch {
+		s := m.streams[i]
+		size := 0
+		if need > 0 {
+			size = s.pg.size.next(need)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			items, more, err := s.pg.next(ctx, size)
+			if err != nil {
+				errs[j] = err
+				return
+			}
+			s.sent, s.more = true, more
+			s.buf = append(s.buf, items...)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// share is how many live entries a request to one of active shards asks
+// for when the call still wants rest.
+func (m *merger[T]) share(rest, active int) int {
+	return max(1, (max(1, rest)+active-1)/max(1, active))
+}
+
+// fillSharded reads one page of up to limit live entries of a sharded
+// index, with the item after it when peek (so that the cursor is "" exactly
+// when nothing live follows, as for any index).
+func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (*Page[T], error) {
+	m := newMerger(q, p, peek, optFns)
+	defer m.remember()
+	limit = min(limit, maxPageItems)
+	want := pageWant(limit, peek)
+	var raw []map[string]types.AttributeValue
+	var capErr error
+	var end cursorPos
+	exhausted := false
+	for len(raw) < want {
+		item, ok, err := m.next(ctx, want)
+		if err != nil {
+			var ce *CapError
+			if !errors.As(err, &ce) {
+				return nil, err
+			}
+			if len(raw) < limit {
+				capErr, end = err, m.resume()
+			}
+			break
+		}
+		if !ok {
+			exhausted = true
+			break
+		}
+		raw = append(raw, item)
+	}
+	if len(raw) > limit || (len(raw) == limit && !exhausted && capErr == nil) {
+		end.digest = p.digest
+		var err error
+		if end.at, err = p.def.positionOf(raw[limit-1]); err != nil {
+			return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
+		}
+		if len(raw) > limit {
+			if end.next, err = p.def.positionOf(raw[limit]); err != nil {
+				return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
+			}
+		}
+		raw = raw[:limit]
+	}
+	page := &Page[T]{Items: make([]T, len(raw))}
+	for i := range raw {
+		if err := q.t.unmarshalItem(raw[i], &page.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	page.Stats = m.stats()
+	page.Stats.Returned = len(page.Items)
+	page.Stats.Dropped = page.Stats.Read - page.Stats.Filtered - len(page.Items)
+	var err error
+	if page.Cursor, err = m.cursor(end); err != nil {
+		return nil, err
+	}
+	return page, capErr
+}
+
+// allSharded is All on a sharded index: the merge, read as far as the
+// caller iterates (at most Limit entries when Limit is set).
+func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamodb.Options), yield func(T, error) bool) {
+	var zero T
+	m := newMerger(q, p, true, optFns)
+	yielded := 0
+	defer func() {
+		m.remember()
+		if q.report != nil {
+			s := m.stats()
+			s.Returned = yielded
+			s.Dropped = s.Read - s.Filtered - yielded
+			q.report.add(s)
+		}
+	}()
+	for q.limit == 0 || yielded < q.limit {
+		item, ok, err := m.next(ctx, q.limit)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		if !ok {
+			return
+		}
+		var v T
+		if err := q.t.unmarshalItem(item, &v); err != nil {
+			yield(zero, err)
+			return
+		}
+		yielded++
+		if !yield(v, nil) {
+			return
+		}
+	}
+}
