@@ -830,8 +830,10 @@ func compositeSuccessor(key string) string { return key + "!" }
 const maxShards = 1024
 
 // shardOf returns the shard, from 0 to n-1, of an item of an index sharded n
-// ways: FNV-1a (64-bit) over the canonical texts of its base key fields, in
-// declaration order, each preceded by its length as a uvarint, mod n. It
+// ways: h, the FNV-1a (64-bit) hash of the canonical texts of its base key
+// fields in declaration order, each preceded by its length as a uvarint,
+// mixed by MurmurHash3's 64-bit finalizer (fmix64: FNV alone spreads keys
+// that differ in their last bytes poorly), mod n. It
 // depends on the base key alone, so an item keeps its shard for life, and
 // on nothing but the texts, so it is the same in every process and release.
 func shardOf(text func(*field) string, by []*field, n int) int {
@@ -842,7 +844,18 @@ func shardOf(text func(*field) string, by []*field, n int) int {
 		h.Write(binary.AppendUvarint(b[:0], uint64(len(t))))
 		h.Write([]byte(t))
 	}
-	return int(h.Sum64() % uint64(n))
+	return int(fmix64(h.Sum64()) % uint64(n))
+}
+
+// fmix64 is MurmurHash3's 64-bit finalizer: every input bit affects every
+// output bit.
+func fmix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // appendShard appends the shard component of a sharded partition key: the

@@ -3,6 +3,7 @@ package ddbindex_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -284,4 +285,203 @@ func TestShardedGroundTruth(t *testing.T) {
 		}
 	}
 	t.Logf("%d sharded reads compared page by page", queries)
+}
+
+// shTItem keeps two index tables by write-through: "feed", unsharded, and
+// feed8, sharded 8 ways; shTView reads the sharded one as "feed". Their
+// base items move between feeds and sort positions, and are deleted and
+// created again, so entries become tombstones in both.
+type shTItem struct {
+	_      ddbindex.TableSpec `ddbindex:"sht-items"`
+	_      ddbindex.IndexSpec `ddbindex:"feed,type=table,table=sht-feed"`
+	_      ddbindex.IndexSpec `ddbindex:"feed8,type=table,table=sht-feed-8,shards=8"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Feed   string             `dynamodbav:"feed"   ddbindex:"feed.pk;feed8.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"feed.sk:0;feed8.sk:0"`
+	At     int64              `dynamodbav:"at"     ddbindex:"feed.sk:1;feed8.sk:1"`
+	Ver    int64              `dynamodbav:"ver"    ddbindex:"version"`
+}
+
+type shTView struct {
+	_      ddbindex.TableSpec `ddbindex:"sht-items"`
+	_      ddbindex.IndexSpec `ddbindex:"feed,type=table,table=sht-feed-8,shards=8"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Feed   string             `dynamodbav:"feed"   ddbindex:"feed.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"feed.sk:0"`
+	At     int64              `dynamodbav:"at"     ddbindex:"feed.sk:1"`
+	Ver    int64              `dynamodbav:"ver"    ddbindex:"version"`
+}
+
+// TestShardedIndexTable: the index-table form of a sharded index, kept by
+// write-through, answers as its unsharded twin and as ground truth, through
+// partition and sort key changes, deletes and re-creations; All and Exists
+// agree with Page.
+func TestShardedIndexTable(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.Transactions) // write-through
+	ctx := t.Context()
+	c := ddbtest.Client(t)
+	prefix := ddbtest.Name(t, "")
+	opts := func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return prefix + "-" + s }
+		o.WriteThrough = true
+	}
+	w, err := ddbindex.New[shTItem](c, opts)
+	require.NoError(t, err)
+	for _, in := range w.CreateTableInputs(false) {
+		ddbtest.CreateTable(t, c, in)
+	}
+	v, err := ddbindex.New[shTView](c, opts)
+	require.NoError(t, err)
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed>>5))
+	state := map[string]shTItem{}
+	feeds := []string{"x", "y"}
+	for i := range 300 {
+		id := fmt.Sprintf("i%03d", rng.IntN(120))
+		cur, exists := state[id]
+		switch {
+		case exists && rng.IntN(4) == 0:
+			require.NoError(t, w.Delete(ctx, cur), "op %d", i)
+			delete(state, id)
+		default:
+			it := shTItem{ID: id, Feed: feeds[rng.IntN(2)], Status: shStatuses[rng.IntN(len(shStatuses))], At: int64(rng.IntN(30))}
+			if exists {
+				it.Ver = cur.Ver
+			}
+			got, err := w.Put(ctx, it)
+			require.NoError(t, err, "op %d", i)
+			state[id] = got
+		}
+	}
+	truth := func(feed string, match func(shItem) bool, desc bool) []string {
+		var out []shTItem
+		for _, it := range state {
+			if it.Feed == feed && match(shItem{Status: it.Status, At: it.At}) {
+				out = append(out, it)
+			}
+		}
+		slices.SortFunc(out, func(a, b shTItem) int {
+			return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID))
+		})
+		ids := []string{}
+		for _, it := range out {
+			ids = append(ids, it.ID)
+		}
+		if desc {
+			slices.Reverse(ids)
+		}
+		return ids
+	}
+	pages := func(f func(string) ([]string, string, error)) []shPage {
+		var out []shPage
+		cursor := ""
+		for {
+			ids, next, err := f(cursor)
+			require.NoError(t, err)
+			out = append(out, shPage{IDs: ids, More: next != ""})
+			require.Less(t, len(out), 1000)
+			if next == "" {
+				return out
+			}
+			cursor = next
+		}
+	}
+	for range 30 {
+		cond, name, match := shRandomCond(rng)
+		q := shQuery{feed: feeds[rng.IntN(2)], cond: cond, desc: rng.IntN(2) == 0, limit: []int{1, 3, 8, 25}[rng.IntN(4)], name: name}
+		label := fmt.Sprintf("%s %s desc=%t limit %d", q.feed, q.name, q.desc, q.limit)
+		want := pages(shPager(ctx, w, func(it shTItem) string { return it.ID }, q))
+		require.Equal(t, want, pages(shPager(ctx, v, func(it shTView) string { return it.ID }, q)), label)
+		got := []string{}
+		for _, p := range want {
+			got = append(got, p.IDs...)
+		}
+		require.Equal(t, truth(q.feed, match, q.desc), got, label)
+
+		qq := v.Query("feed", q.feed).Where(q.cond)
+		if q.desc {
+			qq = qq.Desc()
+		}
+		all := []string{}
+		for it, err := range qq.All(ctx) {
+			require.NoError(t, err)
+			all = append(all, it.ID)
+		}
+		require.Equal(t, got, all, "%s: All", label)
+		some := []string{}
+		for it, err := range qq.Limit(q.limit).All(ctx) {
+			require.NoError(t, err)
+			some = append(some, it.ID)
+		}
+		require.Equal(t, got[:min(len(got), q.limit)], some, "%s: All with Limit", label)
+		ok, err := qq.Exists(ctx)
+		require.NoError(t, err)
+		require.Equal(t, len(got) > 0, ok, "%s: Exists", label)
+	}
+}
+
+// TestShardedCaps: a page of S shards needs S requests, so MaxRequests
+// below S is refused before any request; MaxReadUnits stops a call with a
+// cursor after the last item it returned, from which the rest follows
+// exactly.
+func TestShardedCaps(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := ddbtest.Client(t)
+	prefix := ddbtest.Name(t, "")
+	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + "-" + s } }
+	w, err := ddbindex.New[shItem](c, names)
+	require.NoError(t, err)
+	for _, in := range w.CreateTableInputs(false) {
+		ddbtest.CreateTable(t, c, in)
+	}
+	v, err := ddbindex.New[shView16](c, names)
+	require.NoError(t, err)
+	var want []string
+	for i := range 120 {
+		it := shItem{ID: fmt.Sprintf("c%03d", i), Feed: "f", Status: "open", At: int64(i % 7), Body: strings.Repeat("x", 900)}
+		_, err := w.Put(ctx, it)
+		require.NoError(t, err)
+		if i%3 == 0 {
+			require.NoError(t, w.Delete(ctx, it))
+			continue
+		}
+		want = append(want, it.ID)
+	}
+	slices.SortFunc(want, func(a, b string) int {
+		ai, _ := strconv.Atoi(a[1:])
+		bi, _ := strconv.Atoi(b[1:])
+		return cmp.Or(cmp.Compare(ai%7, bi%7), cmp.Compare(a, b))
+	})
+
+	_, err = v.Query("feed", "f").MaxRequests(15).Page(ctx)
+	require.ErrorIs(t, err, ddbindex.ErrInvalidQuery)
+	require.Contains(t, err.Error(), "16 requests")
+
+	var got []string
+	cursor := ""
+	capped := 0
+	for calls := 0; ; calls++ {
+		require.Less(t, calls, 500, "the capped calls make progress")
+		p, err := v.Query("feed", "f").Limit(30).MaxReadUnits(2).After(cursor).Page(ctx)
+		var ce *ddbindex.CapError
+		if errors.As(err, &ce) {
+			capped++
+			require.Equal(t, p.Cursor, ce.Cursor)
+		} else {
+			require.NoError(t, err)
+		}
+		for _, it := range p.Items {
+			got = append(got, it.ID)
+		}
+		if p.Cursor == "" {
+			break
+		}
+		cursor = p.Cursor
+	}
+	require.Positive(t, capped, "2 read units stop some calls")
+	require.Equal(t, want, got)
 }

@@ -1,0 +1,216 @@
+package ddbindex
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+)
+
+// TestShardDeclarationRules: shards= takes 1 to 1024; an LSI cannot be
+// sharded (declared or kept); a sharded index's keys are always derived
+// (a native partition or sort key becomes _pk/_sk), and its sort key ends
+// with the base key, even with no sort component; an index whose key
+// holds the whole base key has nothing to merge and is refused.
+func TestShardDeclarationRules(t *testing.T) {
+	type native struct {
+		_    TableSpec `ddbindex:"things"`
+		_    IndexSpec `ddbindex:"feed,type=gsi,shards=4"`
+		ID   string    `ddbindex:"pk"`
+		Feed string    `ddbindex:"feed.pk"`
+		At   int64     `ddbindex:"feed.sk"`
+	}
+	s, err := parseSchema(reflect.TypeFor[native]())
+	require.NoError(t, err)
+	d := s.byName["feed"]
+	require.Equal(t, "_pk", d.pk.attr)
+	require.False(t, d.pk.native)
+	require.Equal(t, 4, d.pk.shards)
+	require.Equal(t, "_sk", d.sk.attr)
+	require.False(t, d.sk.native)
+	require.Len(t, d.sk.suffix, 1, "the sort key ends with the base key")
+	require.True(t, d.uniqueSort)
+
+	type noSort struct {
+		_    TableSpec `ddbindex:"things"`
+		_    IndexSpec `ddbindex:"feed,type=gsi,shards=8"`
+		ID   string    `ddbindex:"pk"`
+		Feed string    `ddbindex:"feed.pk"`
+	}
+	s, err = parseSchema(reflect.TypeFor[noSort]())
+	require.NoError(t, err)
+	d = s.byName["feed"]
+	require.NotNil(t, d.sk, "a sharded GSI without sort components is ordered by the base key")
+	require.Empty(t, d.sk.parts)
+	require.Len(t, d.sk.suffix, 1)
+
+	type kept struct {
+		_    TableSpec `ddbindex:"things"`
+		_    IndexSpec `ddbindex:"feed,type=gsi,keep=table,shards=2"`
+		ID   string    `ddbindex:"pk"`
+		Feed string    `ddbindex:"feed.pk"`
+		At   int64     `ddbindex:"feed.sk"`
+	}
+	s, err = parseSchema(reflect.TypeFor[kept]())
+	require.NoError(t, err)
+	for _, f := range s.byName["feed"].decl.forms {
+		require.Equal(t, 2, f.pk.shards, "every form of a sharded index is sharded (%s)", f.kind)
+	}
+
+	for _, tc := range []struct {
+		name string
+		typ  reflect.Type
+		want string
+	}{
+		{"zero shards", reflect.TypeOf(struct {
+			_    TableSpec `ddbindex:"things"`
+			_    IndexSpec `ddbindex:"feed,type=gsi,shards=0"`
+			ID   string    `ddbindex:"pk"`
+			Feed string    `ddbindex:"feed.pk"`
+		}{}), "shards=0 is not a number of shards from 1 to 1024"},
+		{"too many shards", reflect.TypeOf(struct {
+			_    TableSpec `ddbindex:"things"`
+			_    IndexSpec `ddbindex:"feed,type=gsi,shards=1025"`
+			ID   string    `ddbindex:"pk"`
+			Feed string    `ddbindex:"feed.pk"`
+		}{}), "shards=1025"},
+		{"not a number", reflect.TypeOf(struct {
+			_    TableSpec `ddbindex:"things"`
+			_    IndexSpec `ddbindex:"feed,type=gsi,shards=many"`
+			ID   string    `ddbindex:"pk"`
+			Feed string    `ddbindex:"feed.pk"`
+		}{}), "shards=many"},
+		{"an LSI", reflect.TypeOf(struct {
+			_  TableSpec `ddbindex:"things"`
+			_  IndexSpec `ddbindex:"by_at,type=lsi,shards=4"`
+			ID string    `ddbindex:"pk"`
+			K  string    `ddbindex:"sk"`
+			At int64     `ddbindex:"by_at.sk"`
+		}{}), "an LSI shares the base table's partitions and cannot be sharded"},
+		{"a kept LSI", reflect.TypeOf(struct {
+			_  TableSpec `ddbindex:"things"`
+			_  IndexSpec `ddbindex:"by_at,type=table,keep=lsi,shards=4"`
+			ID string    `ddbindex:"pk"`
+			K  string    `ddbindex:"sk"`
+			At int64     `ddbindex:"by_at.sk"`
+		}{}), "cannot be sharded"},
+		{"one item per partition", reflect.TypeOf(struct {
+			_  TableSpec `ddbindex:"things"`
+			_  IndexSpec `ddbindex:"by_id,type=gsi,shards=4"`
+			ID string    `ddbindex:"pk;by_id.pk"`
+		}{}), "a sharded index needs a sort key to merge its shards in order"},
+	} {
+		_, err := parseSchema(tc.typ)
+		require.ErrorIs(t, err, ErrDeclaration, tc.name)
+		require.Contains(t, err.Error(), tc.want, tc.name)
+	}
+}
+
+// shardRef is shardOf written again from its documented definition: FNV-1a
+// 64 over each base key text preceded by its uvarint length, mixed by
+// MurmurHash3's fmix64 (its published constants), mod n.
+func shardRef(texts []string, n int) int {
+	h := fnv.New64a()
+	for _, t := range texts {
+		h.Write(binary.AppendUvarint(nil, uint64(len(t))))
+		h.Write([]byte(t))
+	}
+	x := h.Sum64()
+	x = (x ^ x>>33) * 0xff51afd7ed558ccd
+	x = (x ^ x>>33) * 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return int(x % uint64(n))
+}
+
+type spreadItem struct {
+	_      TableSpec `ddbindex:"spread"`
+	_      IndexSpec `ddbindex:"all,type=table,shards=16"`
+	Tenant string    `dynamodbav:"tenant" ddbindex:"pk"`
+	Seq    int64     `dynamodbav:"seq"    ddbindex:"sk"`
+	Scope  string    `dynamodbav:"scope"  ddbindex:"all.pk"`
+	At     int64     `dynamodbav:"at"     ddbindex:"all.sk"`
+}
+
+// TestShardWriteSpread: over 100,000 base keys (a tenant and a sequence
+// number, as a feed's writers make them), the 16 shards' loads are even
+// (max/mean ≤ 1.1), and each item's stored partition value is the one the
+// documented hash gives.
+func TestShardWriteSpread(t *testing.T) {
+	tb, err := New[spreadItem](nil)
+	require.NoError(t, err)
+	d, err := tb.index("all")
+	require.NoError(t, err)
+	const n, shards = 100_000, 16
+	for _, shape := range []struct {
+		name string
+		key  func(i int) spreadItem
+	}{
+		{"37 tenants, sequence numbers", func(i int) spreadItem { return spreadItem{Tenant: fmt.Sprintf("tenant-%d", i%37), Seq: int64(i / 37)} }},
+		{"one tenant, sequence numbers", func(i int) spreadItem { return spreadItem{Tenant: "t", Seq: int64(i)} }},
+		{"random tenants", func(i int) spreadItem {
+			return spreadItem{Tenant: fmt.Sprintf("%016x", fmix64(uint64(i)+0x9e3779b97f4a7c15)), Seq: 0}
+		}},
+	} {
+		load := make([]int, shards)
+		for i := range n {
+			it := shape.key(i)
+			it.Scope, it.At = "global", int64(i)
+			texts, err := tb.s.itemTexts(reflect.ValueOf(it))
+			require.NoError(t, err)
+			vals, ok, err := d.keyValues(texts)
+			require.NoError(t, err)
+			require.True(t, ok)
+			pk := vals[d.pk.attr].(*types.AttributeValueMemberS).Value
+			head, shard, found := strings.Cut(pk, "#")
+			require.True(t, found, pk)
+			require.Equal(t, "global", head)
+			k, err := strconv.Atoi(shard)
+			require.NoError(t, err)
+			require.Equal(t, shardRef([]string{texts.text(tb.s.base.pk.parts[0].f), texts.text(tb.s.base.sk.parts[0].f)}, shards), k, "item %d", i)
+			load[k]++
+		}
+		mx := 0
+		for _, l := range load {
+			mx = max(mx, l)
+		}
+		ratio := float64(mx) / (float64(n) / shards)
+		t.Logf("%s: 16 shards over %d keys: loads %v, max/mean %.4f", shape.name, n, load, ratio)
+		require.LessOrEqual(t, ratio, 1.1, shape.name)
+	}
+}
+
+// TestShardEntryInWrongShard: a key whose stored shard is not its base
+// key's (a declaration whose shards= changed without a new index), out of
+// range, not in canonical decimal, or missing, does not decode as a
+// position: a LastEvaluatedKey or cursor position of that kind is refused.
+func TestShardEntryInWrongShard(t *testing.T) {
+	tb, err := New[spreadItem](nil)
+	require.NoError(t, err)
+	d, err := tb.index("all")
+	require.NoError(t, err)
+	good := spreadItem{Tenant: "a", Seq: 1, Scope: "global", At: 5}
+	e, err := tb.entryOf(d, good, "1")
+	require.NoError(t, err)
+	right := e[d.pk.attr].(*types.AttributeValueMemberS).Value
+	head, shard, _ := strings.Cut(right, "#")
+	k, _ := strconv.Atoi(shard)
+	for _, bad := range []string{
+		head + "#" + strconv.Itoa((k+1)%16),
+		head + "#16",
+		head + "#0" + strconv.Itoa(k),
+		head,
+	} {
+		e[d.pk.attr] = &types.AttributeValueMemberS{Value: bad}
+		_, err = d.positionOf(e)
+		require.ErrorIs(t, err, errMalformed, bad)
+	}
+	e[d.pk.attr] = &types.AttributeValueMemberS{Value: right}
+	_, err = d.positionOf(e)
+	require.NoError(t, err, "the right shard decodes")
+}
