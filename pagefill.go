@@ -240,8 +240,12 @@ func pageWant(limit int, peek bool) int {
 	return limit
 }
 
-// fill reads one page of up to limit live items.
+// fill reads one page of up to limit live items (of a sharded index: see
+// fillSharded).
 func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (*Page[T], error) {
+	if p.shard != nil {
+		return fillSharded(ctx, q, p, limit, peek, optFns)
+	}
 	pg := newPager(q, p, peek, optFns)
 	defer pg.remember()
 	limit = min(limit, maxPageItems)

@@ -449,12 +449,7 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	var page *Page[T]
-	if p.shard != nil {
-		page, err = fillSharded[T](ctx, q, p, limit, true, optFns)
-	} else {
-		page, err = fill[T](ctx, q, p, limit, true, optFns)
-	}
+	page, err := fill[T](ctx, q, p, limit, true, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
@@ -540,12 +535,7 @@ func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options))
 	if err != nil {
 		return false, err
 	}
-	var page *Page[T]
-	if p.shard != nil {
-		page, err = fillSharded[T](ctx, q, p, 1, false, optFns)
-	} else {
-		page, err = fill[T](ctx, q, p, 1, false, optFns)
-	}
+	page, err := fill[T](ctx, q, p, 1, false, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}

@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"reflect"
@@ -213,4 +214,94 @@ func TestShardEntryInWrongShard(t *testing.T) {
 	e[d.pk.attr] = &types.AttributeValueMemberS{Value: right}
 	_, err = d.positionOf(e)
 	require.NoError(t, err, "the right shard decodes")
+}
+
+// spread8 is spreadItem with another number of shards, over the same
+// tables.
+type spread8 struct {
+	_      TableSpec `ddbindex:"spread"`
+	_      IndexSpec `ddbindex:"all,type=table,shards=8"`
+	Tenant string    `dynamodbav:"tenant" ddbindex:"pk"`
+	Seq    int64     `dynamodbav:"seq"    ddbindex:"sk"`
+	Scope  string    `dynamodbav:"scope"  ddbindex:"all.pk"`
+	At     int64     `dynamodbav:"at"     ddbindex:"all.sk"`
+}
+
+// TestCheckSchemaShards: CheckSchema reads a few entries of a sharded
+// index and reports entries written under another shards=, which the key
+// schema cannot show; the model that wrote them passes.
+func TestCheckSchemaShards(t *testing.T) {
+	tb8, c := newTestTable[spread8](t)
+	for i := range 20 {
+		require.True(t, putEntry(t, tb8, "all", spread8{Tenant: fmt.Sprint("t", i), Seq: int64(i), Scope: "global", At: int64(i)}, false))
+	}
+	shardProblems := func(err error) []string {
+		var se *SchemaError
+		if err == nil || !errors.As(err, &se) {
+			require.NoError(t, err)
+			return nil
+		}
+		var out []string
+		for _, p := range se.Problems {
+			if strings.Contains(p, "shards=") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	require.Empty(t, shardProblems(tb8.CheckSchema(t.Context(), c)))
+	tb16, err := New[spreadItem](c, func(o *Options) { o.TableName = tb8.opts.TableName })
+	require.NoError(t, err)
+	got := shardProblems(tb16.CheckSchema(t.Context(), c))
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], "an entry's key does not fit shards=16")
+	require.Contains(t, got[0], "resharding")
+}
+
+// TestExplainSharded: Explain shows the request to every shard, alike but
+// for the partition value, and the key condition that continues after a
+// cursor; the caller's condition and the cursor combine into one range.
+func TestExplainSharded(t *testing.T) {
+	tb, err := New[spreadItem](nil)
+	require.NoError(t, err)
+	e, err := tb.Query("all", "global").Where(Ge(int64(5))).Limit(20).Explain()
+	require.NoError(t, err)
+	r := e.Request
+	require.Len(t, r.Shards, 16)
+	for i, in := range r.Shards {
+		require.Equal(t, &types.AttributeValueMemberS{Value: fmt.Sprint("global#", i)}, in.ExpressionAttributeValues[shardPKValue])
+		require.Equal(t, r.Input.KeyConditionExpression, in.KeyConditionExpression)
+	}
+	require.Same(t, r.Shards[0], r.Input)
+	s := r.String()
+	t.Log(s)
+	require.Contains(t, s, "(table, 16 shards)")
+	require.Contains(t, s, `KeyCondition: _pk = "global#0" AND _sk >= "`)
+	require.Contains(t, s, `"global#15" (Limit `)
+	require.NotNil(t, e.Alternate)
+	require.Len(t, e.Alternate.Shards, 16, "the GSI form is sharded too")
+
+	// After a cursor: the range is the condition's, narrowed to after the
+	// cursor's position.
+	d, err := tb.index("all")
+	require.NoError(t, err)
+	it := spreadItem{Tenant: "a", Seq: 1, Scope: "global", At: 9}
+	texts, err := tb.s.itemTexts(reflect.ValueOf(it))
+	require.NoError(t, err)
+	vals, _, err := d.keyValues(texts)
+	require.NoError(t, err)
+	vals[tb.s.base.pk.attr] = &types.AttributeValueMemberS{Value: "a"}
+	vals[tb.s.base.sk.attr] = &types.AttributeValueMemberN{Value: "1"}
+	pos, err := d.positionOf(vals)
+	require.NoError(t, err)
+	cursor := encodeCursor(d, cursorPos{at: pos}, false, nil)
+	e, err = tb.Query("all", "global").Where(Between(K(int64(5)), K(int64(20)))).After(cursor).Explain()
+	require.NoError(t, err)
+	s = e.Request.String()
+	t.Log(s)
+	at := vals[d.sk.attr].(*types.AttributeValueMemberS).Value
+	require.Contains(t, s, fmt.Sprintf(`_sk BETWEEN "%s!" AND "`, at), "after the cursor, up to the condition's end")
+	e, err = tb.Query("all", "global").Where(Between(K(int64(5)), K(int64(20)))).Desc().After(encodeCursor(d, cursorPos{at: pos}, true, nil)).Explain()
+	require.NoError(t, err)
+	require.Contains(t, e.Request.String(), `_sk BETWEEN "`, "descending: from the condition's start to just before the cursor")
 }

@@ -485,3 +485,90 @@ func TestShardedCaps(t *testing.T) {
 	require.Positive(t, capped, "2 read units stop some calls")
 	require.Equal(t, want, got)
 }
+
+// The resharding runbook: feed is sharded 4 ways (rsStep0); step 1 adds
+// feed_next, sharded 16 ways on a GSI of its own, and Backfill writes its
+// attributes onto the items already there; step 2 swaps the logical names,
+// so the 16-shard GSI serves "feed" and cursors handed out at step 1 go on;
+// step 3 drops feed_old (then its GSI).
+type rsStep0 struct {
+	_    ddbindex.TableSpec `ddbindex:"rs-items"`
+	_    ddbindex.IndexSpec `ddbindex:"feed,type=gsi,gsi=feed-4,pk=P4,sk=S4,shards=4"`
+	ID   string             `dynamodbav:"id"   ddbindex:"pk"`
+	Feed string             `dynamodbav:"feed" ddbindex:"feed.pk"`
+	At   int64              `dynamodbav:"at"   ddbindex:"feed.sk"`
+}
+
+type rsStep1 struct {
+	_    ddbindex.TableSpec `ddbindex:"rs-items"`
+	_    ddbindex.IndexSpec `ddbindex:"feed,type=gsi,gsi=feed-4,pk=P4,sk=S4,shards=4"`
+	_    ddbindex.IndexSpec `ddbindex:"feed_next,type=gsi,gsi=feed-16,pk=P16,sk=S16,shards=16"`
+	ID   string             `dynamodbav:"id"   ddbindex:"pk"`
+	Feed string             `dynamodbav:"feed" ddbindex:"feed.pk;feed_next.pk"`
+	At   int64              `dynamodbav:"at"   ddbindex:"feed.sk;feed_next.sk"`
+}
+
+type rsStep2 struct {
+	_    ddbindex.TableSpec `ddbindex:"rs-items"`
+	_    ddbindex.IndexSpec `ddbindex:"feed,type=gsi,gsi=feed-16,pk=P16,sk=S16,shards=16"`
+	_    ddbindex.IndexSpec `ddbindex:"feed_old,type=gsi,gsi=feed-4,pk=P4,sk=S4,shards=4"`
+	ID   string             `dynamodbav:"id"   ddbindex:"pk"`
+	Feed string             `dynamodbav:"feed" ddbindex:"feed.pk;feed_old.pk"`
+	At   int64              `dynamodbav:"at"   ddbindex:"feed.sk;feed_old.sk"`
+}
+
+func TestReshardRunbook(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := ddbtest.Client(t)
+	prefix := ddbtest.Name(t, "")
+	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + "-" + s } }
+	s0, err := ddbindex.New[rsStep0](c, names)
+	require.NoError(t, err)
+	s1, err := ddbindex.New[rsStep1](c, names)
+	require.NoError(t, err)
+	s2, err := ddbindex.New[rsStep2](c, names)
+	require.NoError(t, err)
+	ddbtest.CreateTable(t, c, s1.CreateTableInputs(false)[0]) // both GSIs: Prepare adds the new one on AWS
+	for i := range 90 {
+		_, err := s0.Put(ctx, rsStep0{ID: fmt.Sprintf("a%02d", i), Feed: "all", At: int64(i % 30)})
+		require.NoError(t, err)
+	}
+	for i := range 30 { // step 1 instances write both forms
+		_, err := s1.Put(ctx, rsStep1{ID: fmt.Sprintf("b%02d", i), Feed: "all", At: int64(i)})
+		require.NoError(t, err)
+	}
+	st, err := s1.Backfill(ctx, c, "feed_next")
+	require.NoError(t, err)
+	require.Equal(t, 120, st.Scanned)
+	require.Equal(t, 90, st.Written, "the items step 0 wrote")
+	require.Equal(t, 30, st.Unchanged, "the items step 1 wrote")
+
+	var want []string
+	for it, err := range s1.Query("feed", "all").All(ctx) {
+		require.NoError(t, err)
+		want = append(want, it.ID)
+	}
+	require.Len(t, want, 120)
+	var got []string
+	for it, err := range s2.Query("feed", "all").All(ctx) {
+		require.NoError(t, err)
+		got = append(got, it.ID)
+	}
+	require.Equal(t, want, got, "the 16-shard GSI holds what the 4-shard one does, in the same order")
+
+	// A cursor from step 1 (4 shards) continues at step 2 (16 shards).
+	p, err := s1.Query("feed", "all").Limit(35).Page(ctx)
+	require.NoError(t, err)
+	rest := []string{}
+	cursor := p.Cursor
+	for cursor != "" {
+		q, err := s2.Query("feed", "all").Limit(20).After(cursor).Page(ctx)
+		require.NoError(t, err)
+		for _, it := range q.Items {
+			rest = append(rest, it.ID)
+		}
+		cursor = q.Cursor
+	}
+	require.Equal(t, want[35:], rest)
+}

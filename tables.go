@@ -234,8 +234,12 @@ func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 // the base table of a softdelete model), when index tables are kept from the
 // stream (no Options.WriteThrough), a base table without a
 // NEW_AND_OLD_IMAGES stream, a missing control table (Options.ControlTable),
-// and a form of an index that exists but is neither declared nor kept (see
-// keep= in [IndexSpec]). A failed call to DynamoDB is a [*CallError]
+// a form of an index that exists but is neither declared nor kept (see
+// keep= in [IndexSpec]), and, when api can Scan as well (a
+// *dynamodb.Client can), a sharded index whose entries were written under
+// another shards= (it reads up to 8 entries of each form: an index keeps its
+// key schema when its number of shards changes, so only entries tell). A
+// failed call to DynamoDB is a [*CallError]
 // ([ErrDynamoDB]), not a mismatch. optFns are applied to every request
 // CheckSchema sends, as the SDK's own per-call options.
 //
@@ -258,6 +262,11 @@ func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...fun
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if err := t.checkDroppedForms(sv.base, sv.lookup, addf); err != nil {
 		return err
+	}
+	if sc, ok := api.(ScanAPI); ok {
+		if err := t.checkShards(ctx, scanCalls{sc}, addf, optFns); err != nil {
+			return err
+		}
 	}
 	if len(problems) > 0 {
 		return &SchemaError{Problems: problems}
@@ -625,4 +634,43 @@ func isKeyAttr(d *layout, attr string) bool {
 		}
 	}
 	return false
+}
+
+// shardSample is how many entries CheckSchema reads from each form of a
+// sharded index.
+const shardSample = 8
+
+// checkShards reads a few entries of each form of every sharded index and
+// checks that each is in the shard its base key hashes to under the
+// declared shards=: an index written with another number of shards (or
+// unsharded) keeps its key schema, so only its entries can tell. A form
+// that does not exist is skipped (its gap is reported already).
+func (t *Table[T]) checkShards(ctx context.Context, api ScanAPI, addf func(string, ...any), optFns []func(*dynamodb.Options)) error {
+	for _, d := range t.s.indexes {
+		if d.pk.shards == 0 {
+			continue
+		}
+		in := &dynamodb.ScanInput{TableName: aws.String(t.tableOf(d)), Limit: aws.Int32(shardSample)}
+		what := "index table " + t.tableOf(d)
+		if d.index != "" {
+			in.IndexName = aws.String(d.index)
+			what = fmt.Sprintf("table %s %s %s", t.tableOf(d), strings.ToUpper(d.kind.String()), d.index)
+		}
+		out, err := api.Scan(ctx, in, optFns...)
+		var nf *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &nf) || (err != nil && isValidation(err)):
+			continue // no such table or index: a gap reported already
+		case err != nil:
+			return fmt.Errorf("ddbindex: CheckSchema, sampling the shards of %s: %w", what, err)
+		}
+		for _, item := range out.Items {
+			if _, err := d.positionOf(item); errors.Is(err, errMalformed) {
+				addf("%s: an entry's key does not fit shards=%d (%v): the index was written with another number of shards, or none; "+
+					"changing shards= makes a new index (see the README's resharding)", what, d.pk.shards, err)
+				break
+			}
+		}
+	}
+	return nil
 }
