@@ -243,9 +243,10 @@ func newRBFleet(t *testing.T) *rbFleet {
 		truth: map[string]rbItem{},
 	}
 	// Every table a step may create, deleted whatever the test created.
-	for _, name := range []string{prefix + "-rb-tickets", prefix + "-by_status", control} {
-		ddbtest.DeleteOnCleanup(t, c, name)
+	for _, in := range rbOpen[rbGSIKeepTable](f).CreateTableInputs(false) {
+		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
+	ddbtest.DeleteOnCleanup(t, c, control)
 	return f
 }
 
@@ -696,7 +697,7 @@ func (f *rbFleet) figures(direction string) {
 		transient += r.Transient
 		persistent += r.Persistent
 	}
-	f.t.Logf("%s: %d writes by a fleet of %d instances through the steps, a roll-back and forward again, %d route changes; "+
+	f.t.Logf("%s: %d writes by %d instances started two at a time through the steps, a roll-back and forward again, %d route changes; "+
 		"%d partition reads during the writes (%d pages), %d after them (%d pages), every one exact; "+
 		"%d pages shadowed (%d skipped): during the writes %d transient and %d persistent mismatches (%v), after them none",
 		direction, f.ops, len(f.opened), f.routeChanges, f.roundReads, f.roundPages, f.reads, f.pages, shadowed, skipped, transient, persistent, kinds)
