@@ -250,8 +250,9 @@ func newRBFleet(t *testing.T) *rbFleet {
 	return f
 }
 
-// rbOpen makes a Table of the declaration, for the operator's calls
-// (Prepare, Backfill, SetRoute, CheckSchema) and the stream upkeep.
+// rbOpen makes a Table of declaration T with the fleet's options, shadowing
+// every page once shadow reads are on: an instance's, the operator's (Prepare,
+// Backfill, CheckSchema) or the stream upkeep's.
 func rbOpen[T any](f *rbFleet) *ddbindex.Table[T] {
 	f.t.Helper()
 	optFns := []func(*ddbindex.Options){f.opts}
