@@ -21,6 +21,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/stream"
 )
 
 // TestMain runs the examples only when there is a server to run them
@@ -31,8 +32,36 @@ func TestMain(m *testing.M) {
 		if err := flag.Set("test.run", "^(Test|Fuzz)"); err != nil {
 			panic(err)
 		}
+	} else {
+		flag.Parse()
+		skipRunbookExamples()
 	}
 	os.Exit(m.Run())
+}
+
+// skipRunbookExamples adds the runbook examples to -test.skip when the
+// server lacks what they use (an example cannot skip itself): the stream
+// enabled on an existing table and TTL (GSI to index table), a GSI added to
+// an existing table (index table to GSI). dynalite has none of them.
+func skipRunbookExamples() {
+	var missing []string
+	for _, f := range []ddbtest.Feature{ddbtest.Streams, ddbtest.StreamUpdate, ddbtest.TTL, ddbtest.GSIUpdate} {
+		if !ddbtest.Has(f) {
+			missing = append(missing, string(f))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	skip := "^Example_runbook"
+	if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
+		skip = prev + "|" + skip
+	}
+	if err := flag.Set("test.skip", skip); err != nil {
+		panic(err)
+	}
+	fmt.Fprintf(os.Stderr, "ddbindex: the server at %s lacks %s: the runbook examples (Example_runbook*) do not run\n",
+		ddbtest.Endpoint(), strings.Join(missing, ", "))
 }
 
 // Ticket is a support-desk ticket. Its base key holds the status
@@ -635,4 +664,230 @@ func ExampleTable_Prepare() {
 	// created table routes
 	// schema check: <nil>
 	// second call changed something: false
+}
+
+// MigratingTicketBefore is a ticket at step 0 of the runbook: a GSI lists a
+// team's tickets by status.
+type MigratingTicketBefore struct {
+	_      ddbindex.TableSpec `ddbindex:"tickets"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk;by_status.sk:1"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+}
+
+// MigratingTicket is the same ticket at step 1: the GSI still serves reads,
+// and every write keeps the index table too.
+type MigratingTicket struct {
+	_      ddbindex.TableSpec `ddbindex:"tickets"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,keep=table"` // step 1; step 0 said type=gsi
+	ID     string             `dynamodbav:"id"     ddbindex:"pk;by_status.sk:1"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+}
+
+// The README's runbook, GSI to index table, steps 1 and 2 on one instance:
+// Prepare creates the index table, its TTL, the base table's stream and the
+// control table; the stream consumer keeps the table from then on; Backfill
+// writes the entries of the tickets written before; SetRoute sends one team
+// to the table, fleet-wide; Rollout counts what each form served.
+func Example_runbook() {
+	ctx := context.Background()
+	client := ddbtest.NewClient()
+	streamsClient := ddbtest.NewStreamsClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	options := func(o *ddbindex.Options) { // table names, and the control table of the routes
+		o.TableName = func(s string) string { return prefix + s }
+		o.ControlTable = prefix + "control"
+	}
+
+	// Step 0, what runs today: the base table and its GSI, with tickets.
+	before, err := ddbindex.New[MigratingTicketBefore](client, options)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := before.CreateTables(ctx, client); err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		for _, name := range []string{prefix + "tickets", prefix + "tickets-by_status", prefix + "control"} {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+		}
+	}()
+	for i, t := range []MigratingTicketBefore{{Team: "TEAM-7", Status: "open"}, {Team: "TEAM-7", Status: "closed"}, {Team: "TEAM-9", Status: "open"}} {
+		t.ID = fmt.Sprint("T", i)
+		if _, err := before.Put(ctx, t); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// Step 1: the declaration that keeps the table too.
+	tickets, err := ddbindex.New[MigratingTicket](client, options)
+	if err != nil {
+		log.Fatal(err)
+	}
+	report, err := tickets.Prepare(ctx, client) // idempotent; report.Steps says what it changed
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, step := range report.Steps {
+		step, _, _ = strings.Cut(step, " (arn:") // the stream's ARN differs from run to run
+		fmt.Println(strings.ReplaceAll(step, prefix, ""))
+	}
+	checkpoints := &stream.MemoryCheckpoints{}
+	cons := stream.NewConsumer(tickets, streamsClient, checkpoints) // the upkeep: go cons.Run(ctx)
+	if _, err := tickets.Put(ctx, MigratingTicket{ID: "T3", Team: "TEAM-7", Status: "pending"}); err != nil {
+		log.Fatal(err)
+	}
+	for { // what cons.Run does, until it has caught up
+		st, err := cons.Poll(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if st.Changes == 0 {
+			break
+		}
+	}
+	stats, err := tickets.Backfill(ctx, client, "by_status") // once every writer keeps the table
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("backfill: %d scanned, %d written, %d already there\n", stats.Scanned, stats.Written, stats.Skipped)
+
+	// Step 2: one team reads the table, fleet-wide.
+	err = tickets.SetRoute(ctx, "by_status", ddbindex.Route{To: ddbindex.IndexTable, Partitions: []string{"TEAM-7"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	page, err := tickets.Query("by_status", "TEAM-7").Page(ctx) // routed: the index table
+	if err != nil {
+		log.Fatal(err)
+	}
+	gsiPage, err := tickets.Query("by_status", "TEAM-7").Via(ddbindex.GSI).Page(ctx) // an admin read of the GSI
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range page.Items {
+		fmt.Println(page.Items[i].Status, page.Items[i].ID, "| GSI:", gsiPage.Items[i].Status, gsiPage.Items[i].ID)
+	}
+	if _, err := tickets.Query("by_status", "TEAM-9").Page(ctx); err != nil { // routed: the GSI
+		log.Fatal(err)
+	}
+	r, err := tickets.Rollout("by_status") // r.Forms[ddbindex.GSI].Reads, r.Persistent
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("reads served by the GSI:", r.Forms[ddbindex.GSI].Reads, "by the index table:", r.Forms[ddbindex.IndexTable].Reads)
+	// Output:
+	// created table tickets-by_status
+	// created table control
+	// enabled TTL on attribute _ttl of table tickets-by_status
+	// enabled a NEW_AND_OLD_IMAGES stream on table tickets
+	// backfill: 4 scanned, 3 written, 1 already there
+	// closed T1 | GSI: closed T1
+	// open T0 | GSI: open T0
+	// pending T3 | GSI: pending T3
+	// reads served by the GSI: 2 by the index table: 1
+}
+
+// The runbook the other way, index table to GSI, steps 1 and 2: Prepare adds
+// the GSI to the existing base table and waits until it is ACTIVE; Backfill
+// writes its derived key attributes onto the orders written before; SetRoute
+// sends one customer to the GSI.
+func Example_runbookTableToGSI() {
+	ctx := context.Background()
+	client := ddbtest.NewClient()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	options := func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return prefix + s }
+		o.ControlTable = prefix + "control"
+	}
+
+	// Step 0: the base table, its stream and the index table, kept by the
+	// stream consumer.
+	before, err := ddbindex.New[CustomerOrderBefore](client, options)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := before.CreateTables(ctx, client); err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		for _, name := range []string{prefix + "example-orders", prefix + "example-orders-by_state", prefix + "control"} {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+		}
+	}()
+	cons := stream.NewConsumer(before, ddbtest.NewStreamsClient(), &stream.MemoryCheckpoints{})
+	catchUp := func() { // what cons.Run does, until it has caught up
+		for {
+			st, err := cons.Poll(ctx)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if st.Changes == 0 {
+				return
+			}
+		}
+	}
+	for i, state := range []string{"shipped", "open", "paid"} {
+		if _, err := before.Put(ctx, CustomerOrderBefore{ID: fmt.Sprint("o-", i), Customer: "c-1", State: state}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// Step 1: type=table,keep=gsi.
+	orders, err := ddbindex.New[CustomerOrder](client, options)
+	if err != nil {
+		log.Fatal(err)
+	}
+	report, err := orders.Prepare(ctx, client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, step := range report.Steps {
+		fmt.Println(strings.ReplaceAll(step, prefix, ""))
+	}
+	if _, err := orders.Put(ctx, CustomerOrder{ID: "o-3", Customer: "c-1", State: "open"}); err != nil {
+		log.Fatal(err)
+	}
+	catchUp()
+	stats, err := orders.Backfill(ctx, client, "by_state")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("backfill: %d scanned, %d written, %d already right\n", stats.Scanned, stats.Written, stats.Unchanged)
+
+	// Step 2: one customer reads the GSI.
+	if err := orders.SetRoute(ctx, "by_state", ddbindex.Route{To: ddbindex.GSI, Partitions: []string{"c-1"}}); err != nil {
+		log.Fatal(err)
+	}
+	page, err := orders.Query("by_state", "c-1").Page(ctx) // routed: the GSI
+	if err != nil {
+		log.Fatal(err)
+	}
+	tablePage, err := orders.Query("by_state", "c-1").Via(ddbindex.IndexTable).Page(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range page.Items {
+		fmt.Println(page.Items[i].State, page.Items[i].ID, "| index table:", tablePage.Items[i].State, tablePage.Items[i].ID)
+	}
+	r, err := orders.Rollout("by_state")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("reads served by the GSI:", r.Forms[ddbindex.GSI].Reads, "by the index table:", r.Forms[ddbindex.IndexTable].Reads)
+	// Output:
+	// created table control
+	// created GSI by_state (index by_state) on table example-orders
+	// backfill: 4 scanned, 3 written, 1 already right
+	// open o-1 | index table: open o-1
+	// open o-3 | index table: open o-3
+	// paid o-2 | index table: paid o-2
+	// shipped o-0 | index table: shipped o-0
+	// reads served by the GSI: 1 by the index table: 1
 }

@@ -107,3 +107,50 @@ func exportedNames(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestREADMERunbookSnippet: every line of the Go block of the README's
+// runbook is a line of Example_runbook (or of the model it declares), in
+// the same order, so the README's code compiles and runs as the example
+// does. Trailing comments and runs of spaces do not count.
+func TestREADMERunbookSnippet(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Migrating a GSI to an index table (and back): the runbook\n")
+	require.True(t, ok, "README.md has no runbook section")
+	section, _, _ = strings.Cut(section, "\n### ")
+	_, block, ok := strings.Cut(section, "\n```go\n")
+	require.True(t, ok, "the runbook section has no Go block")
+	block, _, ok = strings.Cut(block, "\n```\n")
+	require.True(t, ok, "the runbook's Go block does not end")
+
+	src, err := os.ReadFile("example_test.go")
+	require.NoError(t, err)
+	_, example, ok := strings.Cut(string(src), "\ntype MigratingTicket struct {\n")
+	require.True(t, ok, "example_test.go declares no MigratingTicket")
+	example = "type MigratingTicket struct {\n" + example
+	example, _, ok = strings.Cut(example, "// Output:")
+	require.True(t, ok)
+	require.Contains(t, example, "\nfunc Example_runbook() {\n", "Example_runbook follows MigratingTicket")
+
+	comment := regexp.MustCompile(`\s+// .*$`)
+	norm := func(text string) []string {
+		var out []string
+		for _, line := range strings.Split(text, "\n") {
+			line = strings.Join(strings.Fields(comment.ReplaceAllString(line, "")), " ")
+			if line != "" && !strings.HasPrefix(line, "//") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	want, have := norm(block), norm(example)
+	require.Greater(t, len(want), 10, "the README's block has the runbook's calls")
+	i := 0
+	for _, line := range want {
+		for i < len(have) && have[i] != line {
+			i++
+		}
+		require.Less(t, i, len(have), "the README's runbook line %q is not in Example_runbook (after the lines before it)", line)
+		i++
+	}
+}

@@ -2,12 +2,15 @@ package ddbindex_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,19 +22,33 @@ import (
 	"github.com/ddbindex/ddbindex/stream"
 )
 
-// TestRunbookMixedFleet walks the README's migration runbook, GSI to index
-// table, with a mixed fleet at every step: instances at step k and k+1 write
-// concurrently, the routes change at run time, the fleet rolls back one step
-// and forward again, and the GSI is dropped once no instance reads it.
+// The runbook tests walk the README's migration runbook, in each direction,
+// with a mixed fleet at every step: instances at step k and k+1 write and
+// read concurrently, the routes change at run time, the fleet rolls back one
+// step and forward again, and the old form is dropped once no instance reads
+// it.
 //
-// After every round of writes (and the stream upkeep catching up: the
-// propagation delay an index table has, as a GSI has its own), every
-// instance reads every partition page by page, routed as it is, and every
-// form any instance may read is read too: each must return exactly the live
-// items of the ground truth, in index order.
+// Every read is checked against the ground truth, in two ways:
+//
+//   - during a round of writes, each instance reads every partition, routed
+//     as it is and through every form it may read: every item that no
+//     writer touched during the round must be there, in index order, with
+//     its values, and nothing else but items the round touched;
+//   - after the round, once the stream upkeep has caught up (the
+//     propagation delay an index table has), every instance reads every
+//     partition again, routed and through every form: each read returns
+//     exactly the live items of the ground truth, in index order. GSIs need
+//     no such wait here: the local server (dynoxide) updates a GSI in the
+//     same request as its base item, so its reads are never behind.
+//
+// From the step where the new form is backfilled, every instance shadows
+// every page on the other form. Shadow comparisons made after a round (both
+// forms exact) must find no mismatch; those made during a round, while the
+// index table lags behind the stream, are counted.
 
-// The declarations at each step; the same fields, one tag apart.
-type rbStep0 struct {
+// The four declarations of the by_status index a migration walks through,
+// one tag apart.
+type rbGSI struct {
 	_       ddbindex.TableSpec `ddbindex:"rb-tickets"`
 	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
 	ID      string             `dynamodbav:"id" ddbindex:"pk"`
@@ -41,7 +58,7 @@ type rbStep0 struct {
 	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
-type rbStep1 struct {
+type rbGSIKeepTable struct {
 	_       ddbindex.TableSpec `ddbindex:"rb-tickets"`
 	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,keep=table"`
 	ID      string             `dynamodbav:"id" ddbindex:"pk"`
@@ -51,7 +68,7 @@ type rbStep1 struct {
 	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
-type rbStep2 struct {
+type rbTableKeepGSI struct {
 	_       ddbindex.TableSpec `ddbindex:"rb-tickets"`
 	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table,keep=gsi"`
 	ID      string             `dynamodbav:"id" ddbindex:"pk"`
@@ -61,7 +78,7 @@ type rbStep2 struct {
 	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
-type rbStep3 struct {
+type rbTable struct {
 	_       ddbindex.TableSpec `ddbindex:"rb-tickets"`
 	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
 	ID      string             `dynamodbav:"id" ddbindex:"pk"`
@@ -71,396 +88,641 @@ type rbStep3 struct {
 	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
-// rbItem is the ground truth's form of an item.
-type rbItem = rbStep0
+// The declarations, as rbFleet.open takes them.
+const (
+	declGSI          = iota // type=gsi
+	declGSIKeepTable        // type=gsi,keep=table
+	declTableKeepGSI        // type=table,keep=gsi
+	declTable               // type=table
+)
 
-// rbInstance is one service instance, at one step.
+var declNames = []string{"type=gsi", "type=gsi,keep=table", "type=table,keep=gsi", "type=table"}
+
+// rbItem is the ground truth's form of an item.
+type rbItem = rbGSI
+
+// rbInstance is one service instance, running one declaration.
 type rbInstance interface {
-	step() int
+	decl() string
 	put(ctx context.Context, it rbItem) (rbItem, error)
 	del(ctx context.Context, it rbItem) error
 	// read reads a partition page by page, routed as the instance routes
-	// (form < 0) or through one form.
-	read(ctx context.Context, team string, limit int, form ddbindex.Kind, via bool) ([]rbItem, error)
+	// (via false) or through one form.
+	read(ctx context.Context, team string, limit int, form ddbindex.Kind, via bool) (items []rbItem, pages int, err error)
 	forms() []ddbindex.Kind
+	shadows() bool
 	refresh(ctx context.Context) error
-	rollout() ddbindex.RolloutStats
+	rollout() (ddbindex.RolloutStats, error)
+	waitShadows(ctx context.Context) error
 }
 
-type rbTable[T any] struct {
-	n    int
-	t    *ddbindex.Table[T]
-	to   func(rbItem) T
-	back func(T) rbItem
-	kept []ddbindex.Kind
+type rbTableOf[T any] struct {
+	name   string
+	t      *ddbindex.Table[T]
+	kept   []ddbindex.Kind
+	shadow bool // shadows every page
 }
 
-func (r *rbTable[T]) step() int              { return r.n }
-func (r *rbTable[T]) forms() []ddbindex.Kind { return r.kept }
-func (r *rbTable[T]) refresh(ctx context.Context) error {
+func (r *rbTableOf[T]) decl() string           { return r.name }
+func (r *rbTableOf[T]) forms() []ddbindex.Kind { return r.kept }
+func (r *rbTableOf[T]) shadows() bool          { return r.shadow }
+func (r *rbTableOf[T]) refresh(ctx context.Context) error {
 	return r.t.RefreshRoutes(ctx)
 }
-func (r *rbTable[T]) put(ctx context.Context, it rbItem) (rbItem, error) {
-	out, err := r.t.Put(ctx, r.to(it))
-	return r.back(out), err
+func (r *rbTableOf[T]) put(ctx context.Context, it rbItem) (rbItem, error) {
+	out, err := r.t.Put(ctx, rbTo[T](it))
+	return rbBack(out), err
 }
-func (r *rbTable[T]) del(ctx context.Context, it rbItem) error { return r.t.Delete(ctx, r.to(it)) }
-func (r *rbTable[T]) rollout() ddbindex.RolloutStats {
-	s, err := r.t.Rollout("by_status")
-	if err != nil {
-		panic(err)
-	}
-	return s
+func (r *rbTableOf[T]) del(ctx context.Context, it rbItem) error { return r.t.Delete(ctx, rbTo[T](it)) }
+func (r *rbTableOf[T]) rollout() (ddbindex.RolloutStats, error) {
+	return r.t.Rollout("by_status")
 }
-func (r *rbTable[T]) read(ctx context.Context, team string, limit int, form ddbindex.Kind, via bool) ([]rbItem, error) {
+func (r *rbTableOf[T]) waitShadows(ctx context.Context) error { return r.t.WaitShadows(ctx) }
+func (r *rbTableOf[T]) read(ctx context.Context, team string, limit int, form ddbindex.Kind, via bool) ([]rbItem, int, error) {
 	var out []rbItem
 	cursor := ""
-	for {
+	for pages := 1; ; pages++ {
 		q := r.t.Query("by_status", team).Limit(limit).After(cursor)
 		if via {
 			q = q.Via(form)
 		}
 		p, err := q.Page(ctx)
 		if err != nil {
-			return nil, err
+			return nil, pages, err
 		}
 		for _, it := range p.Items {
-			out = append(out, r.back(it))
+			out = append(out, rbBack(it))
 		}
 		if p.Cursor == "" {
-			return out, nil
+			return out, pages, nil
 		}
 		cursor = p.Cursor
 	}
 }
 
-func TestRunbookMixedFleet(t *testing.T) {
-	t.Parallel()
-	ddbtest.Require(t, ddbtest.Streams) // the index table is kept from the stream, whoever writes
-	ctx := context.Background()
+// rbTo and rbBack convert between the declarations, which have the same
+// fields.
+func rbTo[T any](it rbItem) T {
+	var out T
+	switch p := any(&out).(type) {
+	case *rbGSI:
+		*p = it
+	case *rbGSIKeepTable:
+		*p = rbGSIKeepTable(it)
+	case *rbTableKeepGSI:
+		*p = rbTableKeepGSI(it)
+	case *rbTable:
+		*p = rbTable(it)
+	}
+	return out
+}
+
+func rbBack[T any](x T) rbItem {
+	switch v := any(x).(type) {
+	case rbGSI:
+		return v
+	case rbGSIKeepTable:
+		return rbItem(v)
+	case rbTableKeepGSI:
+		return rbItem(v)
+	case rbTable:
+		return rbItem(v)
+	}
+	panic(fmt.Sprintf("rbBack: %T", x))
+}
+
+// rbFleet is the machinery of a runbook test: the fleet's instances, the
+// ground truth, the stream upkeep, and the checks.
+type rbFleet struct {
+	t       *testing.T
+	ctx     context.Context
+	c       *dynamodb.Client
+	opts    func(*ddbindex.Options)
+	control string
+	seed    uint64
+	rng     *rand.Rand // the test goroutine's
+	teams   []string
+
+	// shadow makes the instances opened from now on shadow every page.
+	shadow bool
+	// upkeep is one pass of the stream consumer over the stream; nil while
+	// no consumer runs.
+	upkeep func() (changes int, err error)
+	// routed is set once the control table exists: instances read the
+	// fleet's routes when they start.
+	routed bool
+	opened []rbInstance
+
+	mu    sync.Mutex
+	truth map[string]rbItem // live items by ID
+	next  int
+
+	// Figures.
+	ops, reads, pages, roundReads, roundPages, routeChanges int
+	mismatches                                              []ddbindex.Mismatch // under mu
+}
+
+func newRBFleet(t *testing.T) *rbFleet {
 	c := ddbtest.Client(t)
 	prefix := ddbtest.Name(t, "")
 	control := prefix + "-control"
-	opts := func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return prefix + "-" + s }
-		o.ControlTable = control
-	}
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-
-	open := func(step int) rbInstance {
-		var inst rbInstance
-		var err error
-		switch step {
-		case 0:
-			var tb *ddbindex.Table[rbStep0]
-			tb, err = ddbindex.New[rbStep0](c, opts)
-			inst = &rbTable[rbStep0]{0, tb, func(x rbItem) rbStep0 { return x }, func(x rbStep0) rbItem { return x }, []ddbindex.Kind{ddbindex.GSI}}
-		case 1:
-			var tb *ddbindex.Table[rbStep1]
-			tb, err = ddbindex.New[rbStep1](c, opts)
-			inst = &rbTable[rbStep1]{1, tb, func(x rbItem) rbStep1 { return rbStep1(x) }, func(x rbStep1) rbItem { return rbItem(x) }, []ddbindex.Kind{ddbindex.GSI, ddbindex.IndexTable}}
-		case 2:
-			var tb *ddbindex.Table[rbStep2]
-			tb, err = ddbindex.New[rbStep2](c, opts)
-			inst = &rbTable[rbStep2]{2, tb, func(x rbItem) rbStep2 { return rbStep2(x) }, func(x rbStep2) rbItem { return rbItem(x) }, []ddbindex.Kind{ddbindex.IndexTable, ddbindex.GSI}}
-		case 3:
-			var tb *ddbindex.Table[rbStep3]
-			tb, err = ddbindex.New[rbStep3](c, opts)
-			inst = &rbTable[rbStep3]{3, tb, func(x rbItem) rbStep3 { return rbStep3(x) }, func(x rbStep3) rbItem { return rbItem(x) }, []ddbindex.Kind{ddbindex.IndexTable}}
-		}
-		require.NoError(t, err)
-		return inst
+	f := &rbFleet{
+		t:       t,
+		ctx:     context.Background(),
+		c:       c,
+		control: control,
+		opts: func(o *ddbindex.Options) {
+			o.TableName = func(s string) string { return prefix + "-" + s }
+			o.ControlTable = control
+		},
+		seed:  seed,
+		rng:   rand.New(rand.NewPCG(seed, seed^0x5bd1e995)),
+		teams: []string{"acme", "globex", "initech", "umbrella"},
+		truth: map[string]rbItem{},
 	}
-
-	// Step 0 is what runs today: the base table and its GSI.
-	v0, err := ddbindex.New[rbStep0](c, opts)
-	require.NoError(t, err)
-	v1, err := ddbindex.New[rbStep1](c, opts)
-	require.NoError(t, err)
-	v3, err := ddbindex.New[rbStep3](c, opts)
-	require.NoError(t, err)
-	baseIn := v0.CreateTableInputs(false)[0]
-	ddbtest.DeleteOnCleanup(t, c, aws.ToString(baseIn.TableName))
-	ddbtest.CreateTable(t, c, baseIn)
-
-	// ground truth: live items by ID.
-	var mu sync.Mutex
-	truth := map[string]rbItem{}
-	teams := []string{"acme", "globex", "initech", "umbrella"}
-	statuses := []string{"closed", "new", "open", "pending"}
-	next := 0
-	ops, reads := 0, 0
-
-	// write runs n operations from each of the given instances at once, on
-	// IDs of their own (so the ground truth of an ID has one writer).
-	write := func(insts []rbInstance, n int) {
-		t.Helper()
-		n *= 2
-		var wg sync.WaitGroup
-		errs := make(chan error, len(insts))
-		plans := make([][]int, len(insts))
-		for i := range insts {
-			plans[i] = make([]int, n)
-			for j := range plans[i] {
-				plans[i][j] = rng.IntN(10)
-			}
-		}
-		mu.Lock()
-		owned := make([][]string, len(insts))
-		for id := range truth {
-			w := int(id[len(id)-1]-'0') % len(insts)
-			owned[w] = append(owned[w], id)
-		}
-		base := next
-		next += n * len(insts)
-		mu.Unlock()
-		for i, inst := range insts {
-			slices.Sort(owned[i])
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(seed, uint64(base+i)))
-				mine := owned[i]
-				for j, op := range plans[i] {
-					switch {
-					case op < 4 || len(mine) == 0: // create
-						// The ID's last digit is its writer's number: later
-						// rounds give it to the writer of the same number.
-						id := fmt.Sprintf("t%05d-%d", base+j*len(insts)+i, i)
-						it := rbItem{ID: id, Team: teams[r.IntN(len(teams))], Status: statuses[r.IntN(len(statuses))], Created: int64(r.IntN(50))}
-						out, err := inst.put(context.Background(), it)
-						if err != nil {
-							errs <- fmt.Errorf("step %d put %s: %w", inst.step(), it.ID, err)
-							return
-						}
-						mu.Lock()
-						truth[out.ID] = out
-						mu.Unlock()
-						mine = append(mine, out.ID)
-					case op < 8: // change the status (the index sort key) or the team
-						id := mine[r.IntN(len(mine))]
-						mu.Lock()
-						it := truth[id]
-						mu.Unlock()
-						if r.IntN(3) == 0 {
-							it.Team = teams[r.IntN(len(teams))]
-						} else {
-							it.Status = statuses[r.IntN(len(statuses))]
-						}
-						out, err := inst.put(context.Background(), it)
-						if err != nil {
-							errs <- fmt.Errorf("step %d change %s: %w", inst.step(), id, err)
-							return
-						}
-						mu.Lock()
-						truth[id] = out
-						mu.Unlock()
-					default: // delete
-						k := r.IntN(len(mine))
-						id := mine[k]
-						mu.Lock()
-						it := truth[id]
-						mu.Unlock()
-						if err := inst.del(context.Background(), it); err != nil {
-							errs <- fmt.Errorf("step %d delete %s: %w", inst.step(), id, err)
-							return
-						}
-						mu.Lock()
-						delete(truth, id)
-						mu.Unlock()
-						mine = slices.Delete(mine, k, k+1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-		ops += n * len(insts)
+	// Every table a step may create, deleted whatever the test created.
+	for _, in := range rbOpen[rbGSIKeepTable](f).CreateTableInputs(false) {
+		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-
-	var cons *stream.Consumer[rbStep1]
-	cp := &stream.MemoryCheckpoints{}
-	drain := func() {
-		t.Helper()
-		if cons == nil {
-			return
-		}
-		for {
-			st, err := cons.Poll(ctx)
-			require.NoError(t, err)
-			if st.Changes == 0 {
-				return
-			}
-		}
-	}
-	want := func(team string) []string {
-		mu.Lock()
-		defer mu.Unlock()
-		var live []rbItem
-		for _, it := range truth {
-			if it.Team == team {
-				live = append(live, it)
-			}
-		}
-		slices.SortFunc(live, func(a, b rbItem) int {
-			if c := strings.Compare(a.Status, b.Status); c != 0 {
-				return c
-			}
-			if a.Created != b.Created {
-				return int(a.Created - b.Created)
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
-		ids := make([]string, len(live))
-		for i, it := range live {
-			ids[i] = fmt.Sprintf("%s/%s/%d", it.ID, it.Status, it.Ver)
-		}
-		return ids
-	}
-	ids := func(items []rbItem) []string {
-		out := make([]string, len(items))
-		for i, it := range items {
-			out[i] = fmt.Sprintf("%s/%s/%d", it.ID, it.Status, it.Ver)
-		}
-		return out
-	}
-	// check reads every partition from every instance, routed and through
-	// every form the fleet reads.
-	check := func(phase string, fleet []rbInstance, tableReady bool) {
-		t.Helper()
-		drain()
-		for _, inst := range fleet {
-			for _, team := range teams {
-				w := want(team)
-				limit := 1 + rng.IntN(9)
-				got, err := inst.read(ctx, team, limit, 0, false)
-				require.NoError(t, err)
-				reads++
-				require.Equal(t, w, ids(got), "%s: step %d instance reading %s (routed, Limit %d)", phase, inst.step(), team, limit)
-				for _, form := range inst.forms() {
-					if form == ddbindex.IndexTable && !tableReady {
-						continue // kept but not yet backfilled: no instance reads it yet
-					}
-					got, err := inst.read(ctx, team, limit, form, true)
-					require.NoError(t, err)
-					reads++
-					require.Equal(t, w, ids(got), "%s: step %d instance reading %s through its %s form", phase, inst.step(), team, form)
-				}
-			}
-		}
-	}
-	refresh := func(fleet []rbInstance) {
-		for _, inst := range fleet {
-			require.NoError(t, inst.refresh(ctx))
-		}
-	}
-
-	// Step 0: today's fleet.
-	fleet := []rbInstance{open(0), open(0)}
-	write(fleet, 80)
-	check("step 0", fleet, false)
-
-	// Step 1: prepare (the index table, the stream, the control table),
-	// start the upkeep, deploy keep=table instance by instance.
-	idxIn := v1.CreateTableInputs(false)[1]
-	ddbtest.DeleteOnCleanup(t, c, aws.ToString(idxIn.TableName))
-	ddbtest.CreateTable(t, c, idxIn)
 	ddbtest.DeleteOnCleanup(t, c, control)
-	ddbtest.CreateTable(t, c, v1.ControlTableInput())
-	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: baseIn.TableName,
-		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}})
-	require.NoError(t, err)
-	require.ErrorIs(t, v1.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "TTL is not enabled yet on the index table")
-	if ddbtest.Has(ddbtest.TTL) {
-		_, err = c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: idxIn.TableName,
-			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("_ttl"), Enabled: aws.Bool(true)}})
-		require.NoError(t, err)
-		require.NoError(t, v1.CheckSchema(ctx, c))
-	}
-	cons = stream.NewConsumer(v1, ddbtest.StreamsClient(t), cp)
-	fleet = []rbInstance{open(0), open(1)} // rolling: one old, one new
-	write(fleet, 80)
-	check("step 1, mixed 0/1", fleet, false)
-	_, err = v1.Backfill(ctx, c, "by_status")
-	require.NoError(t, err)
-	fleet = []rbInstance{open(1), open(1)}
-	write(fleet, 80)
-	check("step 1, backfilled", fleet, true)
-
-	// Step 2: route one tenant, then a share, then every partition, to the
-	// table, at run time.
-	operator := fleet[0].(*rbTable[rbStep1]).t
-	for _, r := range []ddbindex.Route{
-		{To: ddbindex.IndexTable, Partitions: []string{"acme"}},
-		{To: ddbindex.IndexTable, Percent: 50},
-		{To: ddbindex.IndexTable, Percent: 100},
-	} {
-		require.NoError(t, operator.SetRoute(ctx, "by_status", r))
-		refresh(fleet)
-		write(fleet, 60)
-		check(fmt.Sprintf("step 2, route %+v", r), fleet, true)
-	}
-
-	// Step 3: the switch, type=table,keep=gsi, in a mixed fleet; then a
-	// rollback to step 1 routes and declarations, and forward again.
-	fleet = []rbInstance{open(1), open(2)}
-	refresh(fleet)
-	write(fleet, 80)
-	check("step 3, mixed 1/2", fleet, true)
-	require.NoError(t, operator.SetRoute(ctx, "by_status", ddbindex.Route{To: ddbindex.GSI, Percent: 100}))
-	fleet = []rbInstance{open(1), open(1)}
-	refresh(fleet)
-	write(fleet, 60)
-	check("rolled back to step 1, GSI routes", fleet, true)
-	require.NoError(t, operator.SetRoute(ctx, "by_status", ddbindex.Route{To: ddbindex.IndexTable, Percent: 100}))
-	fleet = []rbInstance{open(1), open(2)}
-	refresh(fleet)
-	write(fleet, 60)
-	check("forward again, mixed 1/2", fleet, true)
-	cons = stream.NewConsumer(v1, ddbtest.StreamsClient(t), cp) // the upkeep redeploys too, from its checkpoints
-	fleet = []rbInstance{open(2), open(2)}
-	refresh(fleet)
-	write(fleet, 60)
-	check("step 3", fleet, true)
-
-	// Step 4: GSI reads have stopped: the counters show no read served by
-	// the GSI during a whole round. Drop the GSI, then deploy type=table.
-	before := make([]int64, len(fleet))
-	for i, inst := range fleet {
-		before[i] = inst.rollout().Forms[ddbindex.GSI].Reads
-	}
-	for _, inst := range fleet {
-		for _, team := range teams {
-			_, err := inst.read(ctx, team, 5, 0, false)
-			require.NoError(t, err)
-		}
-	}
-	for i, inst := range fleet {
-		require.Equal(t, before[i], inst.rollout().Forms[ddbindex.GSI].Reads, "no GSI reads at 100%% table routes")
-		require.Positive(t, inst.rollout().Forms[ddbindex.IndexTable].Reads)
-	}
-	require.ErrorIs(t, v3.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "the plain type=table is refused while the GSI exists")
-	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: baseIn.TableName,
-		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_status")}}}})
-	require.NoError(t, err)
-	require.NoError(t, ddbtestWaitNoGSI(ctx, c, aws.ToString(baseIn.TableName)))
-	if ddbtest.Has(ddbtest.TTL) {
-		require.NoError(t, v3.CheckSchema(ctx, c), "with the GSI gone, type=table matches the tables")
-	}
-	fleet = []rbInstance{open(2), open(3)}
-	write(fleet, 80)
-	check("step 4, mixed 2/3 after the drop", []rbInstance{open(3)}, true)
-	t.Logf("%d writes by a fleet through the steps, a roll-back and forward again; %d partition reads, every one exact", ops, reads)
-	require.Greater(t, ops, 3000)
+	return f
 }
 
-// ddbtestWaitNoGSI waits until the base table lists no GSI being deleted.
-func ddbtestWaitNoGSI(ctx context.Context, c *dynamodb.Client, table string) error {
+// rbOpen makes a Table of declaration T with the fleet's options, shadowing
+// every page once shadow reads are on: an instance's, the operator's (Prepare,
+// Backfill, CheckSchema) or the stream upkeep's.
+func rbOpen[T any](f *rbFleet) *ddbindex.Table[T] {
+	f.t.Helper()
+	optFns := []func(*ddbindex.Options){f.opts}
+	if f.shadow {
+		optFns = append(optFns, func(o *ddbindex.Options) {
+			o.Shadow = &ddbindex.ShadowOptions{
+				Rate: 1,
+				// Never skip a page for want of a slot: every page is compared.
+				MaxConcurrent: 1 << 16,
+				Recheck:       time.Millisecond,
+				OnMismatch: func(m ddbindex.Mismatch) {
+					f.mu.Lock()
+					defer f.mu.Unlock()
+					f.mismatches = append(f.mismatches, m)
+				},
+			}
+		})
+	}
+	tb, err := ddbindex.New[T](f.c, optFns...)
+	require.NoError(f.t, err)
+	return tb
+}
+
+// open starts an instance running the declaration.
+func (f *rbFleet) open(decl int) rbInstance {
+	f.t.Helper()
+	var inst rbInstance
+	switch decl {
+	case declGSI:
+		inst = &rbTableOf[rbGSI]{declNames[decl], rbOpen[rbGSI](f), []ddbindex.Kind{ddbindex.GSI}, f.shadow}
+	case declGSIKeepTable:
+		inst = &rbTableOf[rbGSIKeepTable]{declNames[decl], rbOpen[rbGSIKeepTable](f), []ddbindex.Kind{ddbindex.GSI, ddbindex.IndexTable}, f.shadow}
+	case declTableKeepGSI:
+		inst = &rbTableOf[rbTableKeepGSI]{declNames[decl], rbOpen[rbTableKeepGSI](f), []ddbindex.Kind{ddbindex.IndexTable, ddbindex.GSI}, f.shadow}
+	case declTable:
+		inst = &rbTableOf[rbTable]{declNames[decl], rbOpen[rbTable](f), []ddbindex.Kind{ddbindex.IndexTable}, f.shadow}
+	}
+	f.opened = append(f.opened, inst)
+	return inst
+}
+
+// deploy opens a fleet of instances, one per declaration given, and reads
+// the fleet's routes once there are.
+func (f *rbFleet) deploy(decls ...int) []rbInstance {
+	f.t.Helper()
+	fleet := make([]rbInstance, len(decls))
+	for i, d := range decls {
+		fleet[i] = f.open(d)
+		if f.routed {
+			require.NoError(f.t, fleet[i].refresh(f.ctx))
+		}
+	}
+	return fleet
+}
+
+// rbStartUpkeep (re)starts the stream consumer that keeps the index table,
+// as a Table of the given declaration, from the checkpoints it left.
+func rbStartUpkeep[T any](f *rbFleet, tb *ddbindex.Table[T], cp *stream.MemoryCheckpoints) {
+	cons := stream.NewConsumer(tb, ddbtest.StreamsClient(f.t), cp)
+	f.upkeep = func() (int, error) {
+		st, err := cons.Poll(f.ctx)
+		return st.Changes, err
+	}
+}
+
+// catchUp polls the stream upkeep until a pass finds nothing to apply.
+func (f *rbFleet) catchUp() {
+	f.t.Helper()
+	for f.upkeep != nil {
+		n, err := f.upkeep()
+		require.NoError(f.t, err)
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// setRoute changes the fleet's route at run time and lets every instance
+// read it (as each does within Options.RouteRefresh).
+func (f *rbFleet) setRoute(operator rbInstance, fleet []rbInstance, r ddbindex.Route) {
+	f.t.Helper()
+	switch op := operator.(type) {
+	case *rbTableOf[rbGSIKeepTable]:
+		require.NoError(f.t, op.t.SetRoute(f.ctx, "by_status", r))
+	case *rbTableOf[rbTableKeepGSI]:
+		require.NoError(f.t, op.t.SetRoute(f.ctx, "by_status", r))
+	default:
+		f.t.Fatalf("the operator runs %s, which keeps one form", operator.decl())
+	}
+	f.routeChanges++
+	for _, inst := range fleet {
+		require.NoError(f.t, inst.refresh(f.ctx))
+	}
+}
+
+// rbWant lists a partition's live items in index order, from items.
+func rbWant(items map[string]rbItem, team string) []rbItem {
+	var live []rbItem
+	for _, it := range items {
+		if it.Team == team {
+			live = append(live, it)
+		}
+	}
+	slices.SortFunc(live, func(a, b rbItem) int {
+		if c := strings.Compare(a.Status, b.Status); c != 0 {
+			return c
+		}
+		if a.Created != b.Created {
+			return int(a.Created - b.Created)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return live
+}
+
+func rbIDs(items []rbItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprintf("%s/%s/%d", it.ID, it.Status, it.Ver)
+	}
+	return out
+}
+
+// rbRead is one read made during a round.
+type rbRead struct {
+	inst  rbInstance
+	team  string
+	form  ddbindex.Kind
+	via   bool
+	limit int
+	got   []rbItem
+}
+
+func (r rbRead) String() string {
+	how := "routed"
+	if r.via {
+		how = "through its " + r.form.String() + " form"
+	}
+	return fmt.Sprintf("%s instance reading %s %s (Limit %d)", r.inst.decl(), r.team, how, r.limit)
+}
+
+// round runs n operations from each instance of the fleet at once, on IDs
+// of their own (so the ground truth of an ID has one writer), while each
+// instance also reads every partition, routed and through each form it
+// keeps but those in skip; and, when during is set, runs it too; the stream
+// upkeep runs all along. It then checks the reads made meanwhile.
+func (f *rbFleet) round(phase string, fleet []rbInstance, n int, during func(), skip ...ddbindex.Kind) {
+	t := f.t
+	t.Helper()
+	n *= 2
+	statuses := []string{"closed", "new", "open", "pending"}
+	plans := make([][]int, len(fleet))
+	for i := range fleet {
+		plans[i] = make([]int, n)
+		for j := range plans[i] {
+			plans[i][j] = f.rng.IntN(10)
+		}
+	}
+	// Pages during the round are larger than after it: the checks after
+	// the round cover page boundaries.
+	var reads [][]rbRead
+	for _, inst := range fleet {
+		var rs []rbRead
+		for _, team := range f.teams {
+			rs = append(rs, rbRead{inst: inst, team: team, limit: 8 + f.rng.IntN(33)})
+			for _, form := range inst.forms() {
+				if !slices.Contains(skip, form) {
+					rs = append(rs, rbRead{inst: inst, team: team, form: form, via: true, limit: 8 + f.rng.IntN(33)})
+				}
+			}
+		}
+		reads = append(reads, rs)
+	}
+	f.mu.Lock()
+	start := maps.Clone(f.truth)
+	owned := make([][]string, len(fleet))
+	for id := range f.truth {
+		w := int(id[len(id)-1]-'0') % len(fleet)
+		owned[w] = append(owned[w], id)
+	}
+	base := f.next
+	f.next += n * len(fleet)
+	f.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(fleet)+2)
+	touched := make([][]string, len(fleet))
+	for i, inst := range fleet {
+		slices.Sort(owned[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(f.seed, uint64(base+i)))
+			mine := owned[i]
+			for j, op := range plans[i] {
+				switch {
+				case op < 4 || len(mine) == 0: // create
+					// The ID's last digit is its writer's number: later
+					// rounds give it to the writer of the same number.
+					id := fmt.Sprintf("t%05d-%d", base+j*len(fleet)+i, i)
+					it := rbItem{ID: id, Team: f.teams[r.IntN(len(f.teams))], Status: statuses[r.IntN(len(statuses))], Created: int64(r.IntN(50))}
+					touched[i] = append(touched[i], id)
+					out, err := inst.put(f.ctx, it)
+					if err != nil {
+						errs <- fmt.Errorf("%s put %s: %w", inst.decl(), it.ID, err)
+						return
+					}
+					f.mu.Lock()
+					f.truth[out.ID] = out
+					f.mu.Unlock()
+					mine = append(mine, out.ID)
+				case op < 8: // change the status (the index sort key) or the team
+					id := mine[r.IntN(len(mine))]
+					f.mu.Lock()
+					it := f.truth[id]
+					f.mu.Unlock()
+					if r.IntN(3) == 0 {
+						it.Team = f.teams[r.IntN(len(f.teams))]
+					} else {
+						it.Status = statuses[r.IntN(len(statuses))]
+					}
+					touched[i] = append(touched[i], id)
+					out, err := inst.put(f.ctx, it)
+					if err != nil {
+						errs <- fmt.Errorf("%s change %s: %w", inst.decl(), id, err)
+						return
+					}
+					f.mu.Lock()
+					f.truth[id] = out
+					f.mu.Unlock()
+				default: // delete
+					k := r.IntN(len(mine))
+					id := mine[k]
+					f.mu.Lock()
+					it := f.truth[id]
+					f.mu.Unlock()
+					touched[i] = append(touched[i], id)
+					if err := inst.del(f.ctx, it); err != nil {
+						errs <- fmt.Errorf("%s delete %s: %w", inst.decl(), id, err)
+						return
+					}
+					f.mu.Lock()
+					delete(f.truth, id)
+					f.mu.Unlock()
+					mine = slices.Delete(mine, k, k+1)
+				}
+			}
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range reads[i] {
+				rd := &reads[i][k]
+				got, pages, err := rd.inst.read(f.ctx, rd.team, rd.limit, rd.form, rd.via)
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", rd, err)
+					return
+				}
+				rd.got = got
+				f.mu.Lock()
+				f.roundPages += pages
+				f.mu.Unlock()
+			}
+		}()
+	}
+	if during != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); during() }()
+	}
+	// The stream upkeep runs meanwhile, as it does in production, until
+	// the writers and readers are done.
+	done := make(chan struct{})
+	upkeepDone := make(chan struct{})
+	go func() {
+		defer close(upkeepDone)
+		up := f.upkeep
+		for up != nil {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			n, err := up()
+			if err != nil {
+				errs <- fmt.Errorf("stream upkeep: %w", err)
+				return
+			}
+			if n == 0 {
+				time.Sleep(5 * time.Millisecond) // a pause between passes that found nothing
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	<-upkeepDone
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, phase)
+	}
+	f.ops += n * len(fleet)
+
+	// An item no writer touched during the round was there all along, as
+	// it was: every read finds it, in index order; anything else a read
+	// returns is an item the round touched.
+	moved := map[string]bool{}
+	for _, ids := range touched {
+		for _, id := range ids {
+			moved[id] = true
+		}
+	}
+	for _, rs := range reads {
+		for _, rd := range rs {
+			var stable []rbItem
+			for _, it := range rbWant(start, rd.team) {
+				if !moved[it.ID] {
+					stable = append(stable, it)
+				}
+			}
+			inStable := map[string]bool{}
+			for _, it := range stable {
+				inStable[it.ID] = true
+			}
+			var gotStable []rbItem
+			for _, it := range rd.got {
+				if moved[it.ID] {
+					continue
+				}
+				require.True(t, inStable[it.ID], "%s, during the round: %s returned %s, which is not a live item of %s and was not written during the round", phase, rd, it.ID, rd.team)
+				gotStable = append(gotStable, it)
+			}
+			require.Equal(t, rbIDs(stable), rbIDs(gotStable), "%s, during the round: %s; the items no write touched", phase, rd)
+			f.roundReads++
+		}
+	}
+}
+
+// check lets the upkeep catch up, then reads every partition from every
+// instance, routed and through every form it keeps but those in skip: each
+// read must return exactly the live items of the ground truth. The shadow
+// comparisons these reads start must find no mismatch.
+func (f *rbFleet) check(phase string, fleet []rbInstance, skip ...ddbindex.Kind) {
+	t := f.t
+	t.Helper()
+	f.catchUp()
+	// Shadow comparisons started during the round are over, whatever they
+	// found.
+	before := make([]ddbindex.RolloutStats, len(fleet))
+	for i, inst := range fleet {
+		require.NoError(t, inst.waitShadows(f.ctx))
+		var err error
+		before[i], err = inst.rollout()
+		require.NoError(t, err)
+	}
+	f.mu.Lock()
+	mismatches := len(f.mismatches)
+	f.mu.Unlock()
+	for _, inst := range fleet {
+		for _, team := range f.teams {
+			f.mu.Lock()
+			w := rbIDs(rbWant(f.truth, team))
+			f.mu.Unlock()
+			limit := 1 + f.rng.IntN(16)
+			got, pages, err := inst.read(f.ctx, team, limit, 0, false)
+			require.NoError(t, err)
+			f.reads++
+			f.pages += pages
+			require.Equal(t, w, rbIDs(got), "%s: %s instance reading %s (routed, Limit %d)", phase, inst.decl(), team, limit)
+			for _, form := range inst.forms() {
+				if slices.Contains(skip, form) {
+					continue
+				}
+				got, pages, err := inst.read(f.ctx, team, limit, form, true)
+				require.NoError(t, err)
+				f.reads++
+				f.pages += pages
+				require.Equal(t, w, rbIDs(got), "%s: %s instance reading %s through its %s form", phase, inst.decl(), team, form)
+			}
+		}
+	}
+	for i, inst := range fleet {
+		require.NoError(t, inst.waitShadows(f.ctx))
+		after, err := inst.rollout()
+		require.NoError(t, err)
+		require.Equal(t, before[i].Transient, after.Transient, "%s: %s instance: shadow reads of exact forms found a mismatch", phase, inst.decl())
+		require.Equal(t, before[i].Persistent, after.Persistent, "%s: %s instance: shadow reads of exact forms found a mismatch", phase, inst.decl())
+		if inst.shadows() && len(inst.forms()) == 2 {
+			require.Greater(t, after.Shadowed, before[i].Shadowed, "%s: %s instance: its shadow reads compared pages", phase, inst.decl())
+			require.Equal(t, before[i].Skipped, after.Skipped, "%s: %s instance: no shadow read skipped", phase, inst.decl())
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.mismatches, mismatches, "%s: no mismatch reported between exact forms", phase)
+}
+
+// step is a round of writes and reads by the fleet, and the check after it.
+func (f *rbFleet) step(phase string, fleet []rbInstance, n int, skip ...ddbindex.Kind) {
+	f.t.Helper()
+	f.round(phase, fleet, n, nil, skip...)
+	f.check(phase, fleet, skip...)
+}
+
+// noReads checks that a round of routed reads by every instance of the
+// fleet is served by the other form alone: the rollout signal that the
+// form may go.
+func (f *rbFleet) noReads(fleet []rbInstance, form, other ddbindex.Kind) {
+	t := f.t
+	t.Helper()
+	before := make([]int64, len(fleet))
+	for i, inst := range fleet {
+		r, err := inst.rollout()
+		require.NoError(t, err)
+		before[i] = r.Forms[form].Reads
+	}
+	for _, inst := range fleet {
+		for _, team := range f.teams {
+			_, _, err := inst.read(f.ctx, team, 5, 0, false)
+			require.NoError(t, err)
+		}
+	}
+	for i, inst := range fleet {
+		r, err := inst.rollout()
+		require.NoError(t, err)
+		require.Equal(t, before[i], r.Forms[form].Reads, "%s instance: no %s reads at 100%% %s routes", inst.decl(), form, other)
+		require.Positive(t, r.Forms[other].Reads)
+	}
+}
+
+// figures logs what the walk did.
+func (f *rbFleet) figures(direction string) {
+	kinds := map[ddbindex.MismatchKind]int{}
+	f.mu.Lock()
+	for _, m := range f.mismatches {
+		kinds[m.Kind]++
+	}
+	f.mu.Unlock()
+	var shadowed, skipped, transient, persistent int64
+	for _, inst := range f.opened {
+		r, err := inst.rollout()
+		require.NoError(f.t, err)
+		shadowed += r.Shadowed
+		skipped += r.Skipped
+		transient += r.Transient
+		persistent += r.Persistent
+	}
+	f.t.Logf("%s: %d writes by %d instances started two at a time through the steps, a roll-back and forward again, %d route changes; "+
+		"%d partition reads during the writes (%d pages), %d after them (%d pages), every one exact; "+
+		"%d pages shadowed (%d skipped): during the writes %d transient and %d persistent mismatches (%v), after them none",
+		direction, f.ops, len(f.opened), f.routeChanges, f.roundReads, f.roundPages, f.reads, f.pages, shadowed, skipped, transient, persistent, kinds)
+}
+
+// rbWaitGone waits until DescribeTable no longer finds the table.
+func rbWaitGone(ctx context.Context, c *dynamodb.Client, table string) error {
+	for {
+		_, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		var nf *types.ResourceNotFoundException
+		if errors.As(err, &nf) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// rbWaitNoGSI waits until the base table lists no GSI being deleted.
+func rbWaitNoGSI(ctx context.Context, c *dynamodb.Client, table string) error {
 	for {
 		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
@@ -473,4 +735,216 @@ func ddbtestWaitNoGSI(ctx context.Context, c *dynamodb.Client, table string) err
 			return err
 		}
 	}
+}
+
+// GSI to index table, the README's runbook as written.
+func TestRunbookMixedFleet(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.Streams)      // the index table is kept from the stream, whoever writes
+	ddbtest.Require(t, ddbtest.StreamUpdate) // Prepare enables the stream on the existing base table
+	ddbtest.Require(t, ddbtest.TTL)          // and TTL on the index table it creates
+	f := newRBFleet(t)
+	ctx := f.ctx
+	c := f.c
+
+	// Step 0 is what runs today: the base table and its GSI.
+	v0 := rbOpen[rbGSI](f)
+	v1 := rbOpen[rbGSIKeepTable](f)
+	v3 := rbOpen[rbTable](f)
+	ddbtest.CreateTable(t, c, v0.CreateTableInputs(false)[0])
+	fleet := f.deploy(declGSI, declGSI)
+	f.step("step 0", fleet, 80)
+
+	// Step 1: Prepare (the index table with TTL, the stream, the control
+	// table), start the upkeep, deploy keep=table instance by instance.
+	indexTable := aws.ToString(v1.CreateTableInputs(false)[1].TableName)
+	require.ErrorIs(t, v1.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "before Prepare, the index table is missing")
+	rep, err := v1.Prepare(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, []string{indexTable, f.control}, rep.CreatedTables)
+	require.Equal(t, []string{indexTable}, rep.TTLEnabled)
+	require.True(t, rep.StreamEnabled)
+	require.Empty(t, rep.CreatedGSIs)
+	require.NoError(t, v1.CheckSchema(ctx, c))
+	f.routed = true
+	cp := &stream.MemoryCheckpoints{}
+	rbStartUpkeep(f, v1, cp)
+	fleet = f.deploy(declGSI, declGSIKeepTable) // rolling: one old, one new
+	f.step("step 1, mixed", fleet, 80, ddbindex.IndexTable)
+	// Every writer keeps the table now: backfill it while they write.
+	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
+	var st ddbindex.BackfillStats
+	f.round("step 1, backfilling", fleet, 80, func() {
+		st, err = v1.Backfill(ctx, c, "by_status", func(o *ddbindex.BackfillOptions) { o.Workers = 2 })
+	}, ddbindex.IndexTable)
+	require.NoError(t, err)
+	t.Logf("backfill: %+v", st)
+	require.Positive(t, st.Written)
+	f.check("step 1, backfilled", fleet)
+
+	// Step 2: shadow reads on; route one tenant, then a share, then every
+	// partition, to the table, at run time.
+	f.shadow = true
+	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
+	operator := fleet[0]
+	for _, r := range []ddbindex.Route{
+		{To: ddbindex.IndexTable, Partitions: []string{"acme"}},
+		{To: ddbindex.IndexTable, Percent: 50},
+		{To: ddbindex.IndexTable, Percent: 100},
+	} {
+		f.setRoute(operator, fleet, r)
+		f.step(fmt.Sprintf("step 2, route %+v", r), fleet, 60)
+	}
+
+	// Step 3: the switch, type=table,keep=gsi, in a mixed fleet; then a
+	// rollback to step 1 routes and declarations, and forward again.
+	fleet = f.deploy(declGSIKeepTable, declTableKeepGSI)
+	f.step("step 3, mixed", fleet, 80)
+	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.GSI, Percent: 100})
+	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
+	f.step("rolled back to step 1, GSI routes", fleet, 60)
+	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.IndexTable, Percent: 100})
+	fleet = f.deploy(declGSIKeepTable, declTableKeepGSI)
+	f.step("forward again, mixed", fleet, 60)
+	rbStartUpkeep(f, rbOpen[rbTableKeepGSI](f), cp) // the upkeep redeploys too, from its checkpoints
+	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
+	f.step("step 3", fleet, 60)
+
+	// Step 4: GSI reads have stopped: the counters show no read served by
+	// the GSI during a whole round. Drop the GSI, then deploy type=table.
+	f.noReads(fleet, ddbindex.GSI, ddbindex.IndexTable)
+	require.ErrorIs(t, v3.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "the plain type=table is refused while the GSI exists")
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(v0.TableName()),
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_status")}}}})
+	require.NoError(t, err)
+	require.NoError(t, rbWaitNoGSI(ctx, c, v0.TableName()))
+	require.NoError(t, v3.CheckSchema(ctx, c), "with the GSI gone, type=table matches the tables")
+	f.shadow = false
+	fleet = f.deploy(declTableKeepGSI, declTable)
+	f.step("step 4, mixed after the drop", fleet, 80, ddbindex.GSI)
+	fleet = f.deploy(declTable, declTable)
+	f.step("step 4", fleet, 40)
+	f.figures("GSI → index table")
+	require.Greater(t, f.ops, 3000)
+}
+
+// Index table to GSI: the same walk with the forms swapped. Prepare adds
+// the GSI to the existing base table, Backfill writes its derived key
+// attributes onto the items written before, the routes move reads to the
+// GSI, and the index table is dropped once no instance reads it.
+func TestRunbookMixedFleetTableToGSI(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.Streams)   // the index table is kept from the stream until it is dropped
+	ddbtest.Require(t, ddbtest.TTL)       // its tombstones expire
+	ddbtest.Require(t, ddbtest.GSIUpdate) // Prepare adds the GSI to the existing base table
+	f := newRBFleet(t)
+	ctx := f.ctx
+	c := f.c
+
+	// Step 0 is what runs today: the base table with its stream, the index
+	// table, the stream upkeep.
+	v0 := rbOpen[rbTable](f)
+	v1 := rbOpen[rbTableKeepGSI](f)
+	v4 := rbOpen[rbGSI](f)
+	require.NoError(t, v0.CreateTables(ctx, c))
+	indexTable := aws.ToString(v0.CreateTableInputs(false)[1].TableName)
+	cp := &stream.MemoryCheckpoints{}
+	rbStartUpkeep(f, v0, cp)
+	fleet := f.deploy(declTable, declTable)
+	f.step("step 0", fleet, 80)
+
+	// Step 1: Prepare adds the GSI to the base table (waiting until it is
+	// ACTIVE) and the control table; deploy keep=gsi instance by instance.
+	scErr := v1.CheckSchema(ctx, c)
+	require.ErrorIs(t, scErr, ddbindex.ErrSchemaMismatch)
+	require.ErrorContains(t, scErr, "no GSI named by_status")
+	rep, err := v1.Prepare(ctx, c)
+	require.NoError(t, err)
+	t.Logf("Prepare: %q", rep.Steps)
+	require.Equal(t, []string{"by_status"}, rep.CreatedGSIs)
+	require.Equal(t, []string{f.control}, rep.CreatedTables)
+	require.False(t, rep.StreamEnabled, "the stream was there")
+	require.Empty(t, rep.TTLEnabled, "TTL was on")
+	require.Contains(t, rep.Steps, "created GSI by_status (index by_status) on table "+v1.TableName())
+	require.NoError(t, v1.CheckSchema(ctx, c))
+	f.routed = true
+	again, err := v1.Prepare(ctx, c)
+	require.NoError(t, err)
+	require.False(t, again.Changed(), "a second Prepare has nothing to do")
+	desc, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(v1.TableName())})
+	require.NoError(t, err)
+	require.Len(t, desc.Table.GlobalSecondaryIndexes, 1)
+	require.Equal(t, types.IndexStatusActive, desc.Table.GlobalSecondaryIndexes[0].IndexStatus)
+
+	// The GSI holds none of the items written before: their derived key
+	// attributes are missing until the backfill.
+	f.mu.Lock()
+	live := len(f.truth)
+	f.mu.Unlock()
+	require.Positive(t, live)
+	for _, team := range f.teams {
+		for _, err := range v1.Query("by_status", team).Via(ddbindex.GSI).All(ctx) {
+			require.NoError(t, err)
+			t.Fatalf("before the backfill, the GSI holds an item of %s written at step 0", team)
+		}
+	}
+
+	fleet = f.deploy(declTable, declTableKeepGSI) // rolling: one old, one new
+	f.step("step 1, mixed", fleet, 80, ddbindex.GSI)
+	// Every writer keeps the GSI now: backfill it while they write.
+	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
+	var st ddbindex.BackfillStats
+	f.round("step 1, backfilling", fleet, 80, func() {
+		st, err = v1.Backfill(ctx, c, "by_status", func(o *ddbindex.BackfillOptions) { o.Workers = 2 })
+	}, ddbindex.GSI)
+	require.NoError(t, err)
+	t.Logf("backfill: %+v", st)
+	require.Positive(t, st.Written)
+	f.check("step 1, backfilled", fleet)
+
+	// Step 2: shadow reads on; route one tenant, then a share, then every
+	// partition, to the GSI, at run time.
+	f.shadow = true
+	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
+	operator := fleet[0]
+	for _, r := range []ddbindex.Route{
+		{To: ddbindex.GSI, Partitions: []string{"acme"}},
+		{To: ddbindex.GSI, Percent: 50},
+		{To: ddbindex.GSI, Percent: 100},
+	} {
+		f.setRoute(operator, fleet, r)
+		f.step(fmt.Sprintf("step 2, route %+v", r), fleet, 60)
+	}
+
+	// Step 3: the switch, type=gsi,keep=table, in a mixed fleet; then a
+	// rollback to step 1 routes and declarations, and forward again.
+	fleet = f.deploy(declTableKeepGSI, declGSIKeepTable)
+	f.step("step 3, mixed", fleet, 80)
+	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.IndexTable, Percent: 100})
+	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
+	f.step("rolled back to step 1, index-table routes", fleet, 60)
+	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.GSI, Percent: 100})
+	fleet = f.deploy(declTableKeepGSI, declGSIKeepTable)
+	f.step("forward again, mixed", fleet, 60)
+	rbStartUpkeep(f, rbOpen[rbGSIKeepTable](f), cp) // the upkeep redeploys too, from its checkpoints
+	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
+	f.step("step 3", fleet, 60)
+
+	// Step 4: index-table reads have stopped. Stop the upkeep, drop the
+	// index table, then deploy type=gsi.
+	f.noReads(fleet, ddbindex.IndexTable, ddbindex.GSI)
+	require.ErrorIs(t, v4.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "the plain type=gsi is refused while the index table exists")
+	f.catchUp()
+	f.upkeep = nil
+	_, err = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(indexTable)})
+	require.NoError(t, err)
+	require.NoError(t, rbWaitGone(ctx, c, indexTable))
+	require.NoError(t, v4.CheckSchema(ctx, c), "with the index table gone, type=gsi matches the tables")
+	f.shadow = false
+	fleet = f.deploy(declGSIKeepTable, declGSI)
+	f.step("step 4, mixed after the drop", fleet, 80, ddbindex.IndexTable)
+	fleet = f.deploy(declGSI, declGSI)
+	f.step("step 4", fleet, 40)
+	f.figures("index table → GSI")
+	require.Greater(t, f.ops, 3000)
 }

@@ -207,6 +207,15 @@ func NewClient() *dynamodb.Client {
 	return c.db
 }
 
+// NewStreamsClient is NewClient for DynamoDB Streams.
+func NewStreamsClient() *dynamodbstreams.Client {
+	c, err := clients()
+	if err != nil {
+		panic("ddbtest: " + err.Error() + ": examples talk to a server; set DDBINDEX_ENDPOINT or run `make test`")
+	}
+	return c.streams
+}
+
 // Faulty returns DynamoDB and DynamoDB Streams clients for the endpoint whose
 // requests go through a fault-injecting transport with policy, and the
 // transport (to count what it injected). retryer is the clients' retryer:
