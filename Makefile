@@ -35,7 +35,7 @@ endif
 WITH_SERVER = ws_dir=$$(mktemp -d); trap 'rm -rf "$$ws_dir"' EXIT; \
 	go build -o "$$ws_dir/withserver" ./internal/withserver; ws="$$ws_dir/withserver";
 
-.PHONY: node_modules test demo bench lint cover fuzz clean
+.PHONY: node_modules test test-aws demo bench lint cover fuzz clean
 
 node_modules: $(NODE_STAMP)
 
@@ -50,8 +50,14 @@ test: node_modules
 	$(WITH_SERVER) for s in $(TEST_SERVERS); do \
 		rc=0; "$$ws" -check "$$s" || rc=$$?; \
 		if [ $$rc -eq 3 ]; then continue; elif [ $$rc -ne 0 ]; then exit $$rc; fi; \
-		"$$ws" -server "$$s" -- go test -race -count=1 $(TESTFLAGS) ./...; \
+		"$$ws" -server "$$s" -- go test -race -count=1 -timeout 30m $(TESTFLAGS) ./...; \
 	done
+
+# test-aws runs the suite against real DynamoDB (the standard AWS
+# configuration chain), with a cost estimate printed first and a
+# confirmation; not part of CI. See internal/awstest.
+test-aws: node_modules
+	go run ./internal/awstest
 
 demo: node_modules
 	$(WITH_SERVER) "$$ws" -server dynoxide -- \
