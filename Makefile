@@ -49,9 +49,10 @@ test: node_modules
 		"$$ws" -server "$$s" -- go test -race -count=1 $(TESTFLAGS) ./...; \
 	done
 
+# demo runs both examples, then the operator command built from their
+# models (cmd/ddbindex-demo) on the tables they leave: examples/demo.sh.
 demo: node_modules
-	$(WITH_SERVER) "$$ws" -server dynoxide -- \
-		sh -c 'go run ./examples/supportdesk && go run ./examples/feed'
+	$(WITH_SERVER) "$$ws" -server dynoxide -- bash examples/demo.sh
 
 bench: node_modules
 	$(WITH_SERVER) "$$ws" -server dynoxide -- \
