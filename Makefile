@@ -59,9 +59,10 @@ test: node_modules
 test-aws: node_modules
 	go run ./internal/awstest
 
+# demo runs both examples, then the operator command built from their
+# models (cmd/ddbindex-demo) on the tables they leave: examples/demo.sh.
 demo: node_modules
-	$(WITH_SERVER) "$$ws" -server dynoxide -- \
-		sh -c 'go run ./examples/supportdesk && go run ./examples/feed'
+	$(WITH_SERVER) "$$ws" -server dynoxide -- bash examples/demo.sh
 
 bench: node_modules
 	$(WITH_SERVER) "$$ws" -server dynoxide -- \
