@@ -428,11 +428,8 @@ type shardSizing struct {
 	// shard that the call needs, and the one after them, with probability
 	// 1-firstTail; a later request with 1-refillTail.
 	firstTail, refillTail float64
-	// A request fills the 4 KB blocks it pays for with entries up to the
-	// quantile at fillTail (0: up to what the call still wants, plus one).
-	fillTail    float64
-	noFill      bool // requests do not fill the 4 KB blocks they pay for
-	noLookahead bool // a round asks the blocked shards alone
+	noFill                bool // requests do not fill the 4 KB blocks they pay for
+	noLookahead           bool // a round asks the blocked shards alone
 	// onRound, if set, is called before each round with its requests.
 	onRound func(requests int)
 }
@@ -440,7 +437,7 @@ type shardSizing struct {
 // defaultShardSizing is the sizing of every Table's merges. Later requests
 // cost one round trip more, so they aim higher than first ones. Chosen with
 // TestShardedPageCostModel and BenchmarkShardedPage.
-var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, fillTail: 1e-4}
+var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1}
 
 // round sends the requests fetch lists, at most fanout at a time, for a
 // call that wants want entries (0: all there are). The first blocked ones
@@ -499,9 +496,7 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 // entries into a Limit through its expected live ratio. Every request costs
 // at least one 4 KB block of read units, and costs them whole: a request
 // whose entries fill its blocks only partly asks for as many more as fit,
-// since they are free and may spare the shard a round; but only as many as
-// the call may need with some likelihood (the quantile at fillTail), since
-// the client pays for the bytes it receives too.
+// since they are free and may spare the shard a round.
 func (m *merger[T]) size(f shardFetch, want int, b float64) int {
 	rest := want - m.emitted
 	if want <= 0 || rest <= 0 {
@@ -518,11 +513,8 @@ func (m *merger[T]) size(f shardFetch, want int, b float64) int {
 		// Dead entries are larger by the tombstone's marks.
 		b += (1 - s.pg.size.ratio()) * float64(s.pg.size.deadExtra)
 		blocks := math.Ceil(float64(size) * b / 4096)
-		most := rest + 1
-		if m.sizing.fillTail > 0 {
-			most = min(most, poissonQuantile(f.expected, m.sizing.fillTail)+1)
-		}
-		size = max(size, min(int(blocks*4096/b), s.pg.size.next(most)))
+		fill := int(blocks * 4096 / b)
+		size = max(size, min(fill, s.pg.size.next(rest+1)))
 	}
 	return size
 }
