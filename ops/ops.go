@@ -59,11 +59,16 @@ const (
 // Main runs the command with os.Args, the standard streams and models,
 // and exits with [Run]'s exit code. An interrupt (SIGINT, SIGTERM) cancels
 // the command's context: a backfill stops after the requests in flight,
-// and its saved positions let the same command resume it.
+// and its saved positions let the same command resume it. A second
+// interrupt ends the process at once.
 //
 //	func main() { ops.Main(ops.Model[Ticket](), ops.Model[Post]()) }
 func Main(models ...ModelDef) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal takes its default action
+	}()
 	code := Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, models)
 	stop()
 	os.Exit(code)
