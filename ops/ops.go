@@ -353,12 +353,22 @@ func (e *env) selected(cmd string) ([]table, error) {
 	if e.g.model == "" {
 		return all, nil
 	}
+	var hits []table
 	for _, t := range all {
-		if strings.EqualFold(t.name(), e.g.model) || t.baseTable() == e.g.model {
+		if t.baseTable() == e.g.model {
 			return []table{t}, nil
 		}
+		if strings.EqualFold(t.name(), e.g.model) {
+			hits = append(hits, t)
+		}
 	}
-	return nil, usageErr(cmd, "no model %q (the models are %s)", e.g.model, modelNames(all))
+	switch len(hits) {
+	case 0:
+		return nil, usageErr(cmd, "no model %q (the models are %s)", e.g.model, modelNames(all))
+	case 1:
+		return hits, nil
+	}
+	return nil, usageErr(cmd, "%d models are named %s: name one by its base table", len(hits), e.g.model)
 }
 
 // withIndex opens the one model that index belongs to: --model's, else
