@@ -182,6 +182,8 @@ type Table[T any] struct {
 	routes   *routeTable
 	rollout  *rollout
 	shadows  *shadows
+	// shardSizing replaces defaultShardSizing in tests (nil: the default).
+	shardSizing *shardSizing
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
