@@ -61,7 +61,7 @@ func testTickets() []Ticket {
 
 // fixture is one test's tables: every name starts with prefix, and the
 // control table is prefix + "control". Every command it runs gets
-// --table-prefix and --control-table.
+// --table-prefix, and --control-table when control is set.
 type fixture struct {
 	client  *dynamodb.Client
 	prefix  string
@@ -92,9 +92,14 @@ type result struct {
 // run runs the command with args and stdin.
 func (f *fixture) run(stdin string, args ...string) result {
 	var out, errOut bytes.Buffer
-	argv := append([]string{"ddbindex-ops", "--table-prefix", f.prefix, "--control-table", f.control}, args...)
-	code := ops.Run(context.Background(), argv, strings.NewReader(stdin), &out, &errOut, f.models, func(o *ops.RunOptions) {
-		o.Client = f.client
+	argv := []string{"ddbindex-ops", "--table-prefix", f.prefix}
+	if f.control != "" {
+		argv = append(argv, "--control-table", f.control)
+	}
+	code := ops.Run(context.Background(), append(argv, args...), strings.NewReader(stdin), &out, &errOut, f.models, func(o *ops.RunOptions) {
+		if f.client != nil {
+			o.Client = f.client
+		}
 		o.Terminal = func() bool { return f.terminal }
 	})
 	return result{code, out.String(), errOut.String()}
@@ -147,7 +152,8 @@ func (f *fixture) ticketTable(t *testing.T) *ddbindex.Table[Ticket] {
 // server.
 func TestGoldenUsage(t *testing.T) {
 	t.Parallel()
-	f := &fixture{prefix: "p-", control: "p-control", models: []ops.ModelDef{ops.Model[Ticket](), ops.Model[Note]()}}
+	// No client and no control table: nothing here sends a request.
+	f := &fixture{prefix: "p-", models: []ops.ModelDef{ops.Model[Ticket](), ops.Model[Note]()}}
 	f.golden(t, "help", "", "help")
 	f.golden(t, "usage-unknown", "", "frobnicate")
 	f.golden(t, "usage-backfill-help", "", "backfill", "-h")
@@ -158,6 +164,18 @@ func TestGoldenUsage(t *testing.T) {
 	f.golden(t, "usage-cursor-help", "", "cursor", "-h")
 	f.golden(t, "usage-unknown-model", "", "check", "--model", "Invoice")
 	f.golden(t, "usage-extra-argument", "", "check", "Ticket")
+
+	// --model names a model by its Go type name or its base table; two
+	// models of one type name need the table.
+	r := f.run("", "explain", "--model", "p-tickets", "--index", "by_status", "--partition", "TEAM-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	f.models = append(f.models, ops.Model[Ticket](func(o *ddbindex.Options) { o.TableName = func(s string) string { return "other-" + s } }))
+	r = f.run("", "explain", "--model", "ticket", "--index", "by_status", "--partition", "TEAM-1")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "2 models are named ticket: name one by its base table")
+	r = f.run("", "explain", "--model", "p-other-tickets", "--index", "by_status", "--partition", "TEAM-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Query table p-other-tickets index by_status (gsi)", "the prefix goes before the application's own mapping")
 }
 
 // TestGolden walks every command over one set of tables, as an operator

@@ -59,11 +59,16 @@ const (
 // Main runs the command with os.Args, the standard streams and models,
 // and exits with [Run]'s exit code. An interrupt (SIGINT, SIGTERM) cancels
 // the command's context: a backfill stops after the requests in flight,
-// and its saved positions let the same command resume it.
+// and its saved positions let the same command resume it. A second
+// interrupt ends the process at once.
 //
 //	func main() { ops.Main(ops.Model[Ticket](), ops.Model[Post]()) }
 func Main(models ...ModelDef) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal takes its default action
+	}()
 	code := Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, models)
 	stop()
 	os.Exit(code)
@@ -348,12 +353,22 @@ func (e *env) selected(cmd string) ([]table, error) {
 	if e.g.model == "" {
 		return all, nil
 	}
+	var hits []table
 	for _, t := range all {
-		if strings.EqualFold(t.name(), e.g.model) || t.baseTable() == e.g.model {
+		if t.baseTable() == e.g.model {
 			return []table{t}, nil
 		}
+		if strings.EqualFold(t.name(), e.g.model) {
+			hits = append(hits, t)
+		}
 	}
-	return nil, usageErr(cmd, "no model %q (the models are %s)", e.g.model, modelNames(all))
+	switch len(hits) {
+	case 0:
+		return nil, usageErr(cmd, "no model %q (the models are %s)", e.g.model, modelNames(all))
+	case 1:
+		return hits, nil
+	}
+	return nil, usageErr(cmd, "%d models are named %s: name one by its base table", len(hits), e.g.model)
 }
 
 // withIndex opens the one model that index belongs to: --model's, else

@@ -83,8 +83,14 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// parseValue reads text as a value of component c's type.
-func parseValue(text string, c ddbindex.KeyComponent) (any, error) {
+// parseValue reads text as a value of component c's type. A panic in the
+// type's own parser (ParseKeyText, UnmarshalText) is an error too.
+func parseValue(text string, c ddbindex.KeyComponent) (_ any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s (%s): its parser panicked on %q: %v", c.Attr, c.Type, text, r)
+		}
+	}()
 	t := c.Type
 	p := reflect.New(t)
 	bad := func(err error) (any, error) {
