@@ -99,14 +99,8 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 
 // capped returns a *CapError when a per-call cap forbids another request.
 func (pg *pager[T]) capped() error {
-	q := pg.q
-	var ce *CapError
-	switch {
-	case q.maxRequests > 0 && pg.total.Requests >= q.maxRequests:
-		ce = &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(pg.total.Requests)}
-	case q.maxUnits > 0 && pg.total.ReadUnits >= q.maxUnits:
-		ce = &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: pg.total.ReadUnits}
-	default:
+	ce := pg.q.capHit(pg.total, 1)
+	if ce == nil {
 		return nil
 	}
 	var err error
@@ -114,6 +108,19 @@ func (pg *pager[T]) capped() error {
 		return err
 	}
 	return ce
+}
+
+// capHit returns the per-call cap (MaxRequests, MaxReadUnits) that sending
+// more requests would break, after the call sent and read what used
+// counts; nil when none would. The caller sets the CapError's Cursor.
+func (q Query[T]) capHit(used Stats, more int) *CapError {
+	switch {
+	case q.maxRequests > 0 && used.Requests+more > q.maxRequests:
+		return &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(used.Requests)}
+	case q.maxUnits > 0 && used.ReadUnits >= q.maxUnits:
+		return &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: used.ReadUnits}
+	}
+	return nil
 }
 
 // resume is where a call stopped now would continue: the cursor it started

@@ -289,14 +289,8 @@ func (m *merger[T]) before(a, b string) bool {
 // capped returns a *CapError when the caps forbid a round of n requests;
 // the cursor continues after the last entry yielded.
 func (m *merger[T]) capped(n int) error {
-	q, total := m.q, m.stats()
-	var ce *CapError
-	switch {
-	case q.maxRequests > 0 && total.Requests+n > q.maxRequests:
-		ce = &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(total.Requests)}
-	case q.maxUnits > 0 && total.ReadUnits >= q.maxUnits:
-		ce = &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: total.ReadUnits}
-	default:
+	ce := m.q.capHit(m.stats(), n)
+	if ce == nil {
 		return nil
 	}
 	var err error
