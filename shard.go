@@ -424,6 +424,10 @@ type shardSizing struct {
 	firstTail, refillTail float64
 	noFill                bool // requests do not fill the 4 KB blocks they pay for
 	noLookahead           bool // a round asks the blocked shards alone
+	// whole: every request asks for all the call still wants (and one
+	// more), as a merge that knows nothing of the spread would: the
+	// baseline BenchmarkShardedPage measures the sizing against.
+	whole bool
 	// onRound, if set, is called before each round with its requests.
 	onRound func(requests int)
 }
@@ -502,6 +506,9 @@ func (m *merger[T]) size(f shardFetch, want int, b float64) int {
 		tail = m.sizing.firstTail
 	}
 	live := min(rest+1, poissonQuantile(f.expected, tail)+1)
+	if m.sizing.whole {
+		live = rest + 1
+	}
 	size := s.pg.size.next(live)
 	if b > 0 && !m.sizing.noFill {
 		// Dead entries are larger by the tombstone's marks.

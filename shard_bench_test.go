@@ -48,7 +48,12 @@ import (
 // reads and the ratios wall-x-base (sharded/unsharded) and wall-x-seq
 // (concurrent/sequential); rounds/page, the sharded page's rounds of
 // concurrent requests; cpu-ms/page, the client's CPU time per page (the
-// server runs in another process).
+// server runs in another process). whole-RCU-x and whole-rounds/page are
+// the same pages read by a merge that asks every shard for the whole page
+// (what a merge that knows nothing of the spread must ask): the baseline
+// of the sizing (the first request sized from the page and the shards'
+// observed yields, refills of the drained shards alone, each request
+// filling the 4 KB blocks it pays for).
 //
 // Issue 10's targets, at S=16: RCU-x <= 2 and wall-x-base <= 2. A Query
 // costs the size it reads rounded up to 4 KB, at least one 4 KB block, half
@@ -72,11 +77,11 @@ func BenchmarkShardedPage(b *testing.B) {
 					name := fmt.Sprintf("%s/rtt=%v/B=%d/S=%d", kind, rtt, size, S)
 					b.Run(name, func(b *testing.B) {
 						r := tables.readers(b, db)
-						var base, conc, seq, cold, warmup shbRun
+						var base, conc, seq, cold, whole, warmup shbRun
 						sharded := fmt.Sprintf("feed%d", S)
 						// The Tables learn the feed's entry size and live
 						// ratio: every measured page but cold's is warm.
-						for _, fanout := range []int{1, 16} {
+						for _, fanout := range []int{1, 16, shbWhole} {
 							warmup.read(b, ctx, r.page(sharded, feed, fanout, false), 1)
 						}
 						warmup.read(b, ctx, r.page("feed", feed, 16, false), 1)
@@ -87,7 +92,7 @@ func BenchmarkShardedPage(b *testing.B) {
 								fanout int
 								cold   bool
 								pages  int
-							}{{&conc, 16, false, shbPages}, {&seq, 1, false, shbPages}, {&cold, 16, true, 1}} {
+							}{{&conc, 16, false, shbPages}, {&seq, 1, false, shbPages}, {&cold, 16, true, 1}, {&whole, shbWhole, false, shbPages}} {
 								got := run.r.read(b, ctx, r.page(sharded, feed, run.fanout, run.cold), run.pages)
 								if !slices.EqualFunc(want[:len(got)], got, slices.Equal) {
 									b.Fatalf("fanout %d, cold %t: the sharded pages differ from the unsharded ones:\n%v\n%v", run.fanout, run.cold, got, want)
@@ -104,6 +109,8 @@ func BenchmarkShardedPage(b *testing.B) {
 						b.ReportMetric(conc.wall.Seconds()/base.wall.Seconds(), "wall-x-base")
 						b.ReportMetric(conc.wall.Seconds()/seq.wall.Seconds(), "wall-x-seq")
 						b.ReportMetric(float64(conc.rounds)/float64(conc.pages), "rounds/page")
+						b.ReportMetric(whole.units/base.units, "whole-RCU-x")
+						b.ReportMetric(float64(whole.rounds)/float64(whole.pages), "whole-rounds/page")
 					})
 				}
 			}
@@ -150,6 +157,10 @@ type shbTableItem struct {
 	Body string    `dynamodbav:"body"`
 }
 
+// shbWhole stands for the Tables whose merges ask every shard for the whole
+// page (ShardFanout 16, shardSizing.whole): the baseline of the sizing.
+const shbWhole = -16
+
 // shbTables reads one kind's tables with Tables built on any client.
 type shbTables struct {
 	names func(*Options)
@@ -168,17 +179,26 @@ func (ts shbTables) readers(b *testing.B, db *dynamodb.Client) shbReaders {
 	r := shbReaders{gsi: map[int]*Table[shbGSIItem]{}, table: map[int]*Table[shbTableItem]{}, rounds: &atomic.Int64{}}
 	sizing := defaultShardSizing
 	sizing.onRound = func(int) { r.rounds.Add(1) }
-	for _, fanout := range []int{1, 16} {
-		opt := func(o *Options) { o.ShardFanout = fanout }
+	whole := sizing
+	whole.whole, whole.noFill = true, true
+	for _, fanout := range []int{1, 16, shbWhole} {
+		opt := func(o *Options) { o.ShardFanout = max(fanout, 16) }
+		if fanout == 1 {
+			opt = func(o *Options) { o.ShardFanout = 1 }
+		}
+		sz := &sizing
+		if fanout == shbWhole {
+			sz = &whole
+		}
 		if ts.kind == "gsi" {
 			t, err := New[shbGSIItem](db, ts.names, opt)
 			require.NoError(b, err)
-			t.shardSizing = &sizing
+			t.shardSizing = sz
 			r.gsi[fanout] = t
 		} else {
 			t, err := New[shbTableItem](db, ts.names, opt)
 			require.NoError(b, err)
-			t.shardSizing = &sizing
+			t.shardSizing = sz
 			r.table[fanout] = t
 		}
 	}
