@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // This file holds the read-path benchmarks of issue 3 and the property test
@@ -325,6 +327,33 @@ func BenchmarkRawSDKQuery(b *testing.B) {
 func BenchmarkQueryOverhead(b *testing.B) {
 	client, _ := benchCannedServer(b)
 	t, err := New[benchGSIItem](client)
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	defer benchCPUStart(b)()
+	for b.Loop() {
+		page, err := benchLibraryQuery(ctx, t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Items) != benchCannedItems || page.Cursor != "" {
+			b.Fatalf("%d items, cursor %q", len(page.Items), page.Cursor)
+		}
+	}
+}
+
+// BenchmarkQueryOverheadTelemetry measures benchLibraryQuery with the
+// OpenTelemetry SDK's providers recording every metric and sampling every
+// span (exporting nothing): the cost of the instrumentation when it is on.
+func BenchmarkQueryOverheadTelemetry(b *testing.B) {
+	client, _ := benchCannedServer(b)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	t, err := New[benchGSIItem](client, func(o *Options) { o.MeterProvider, o.TracerProvider = mp, tp })
 	require.NoError(b, err)
 	ctx := context.Background()
 	b.ReportAllocs()

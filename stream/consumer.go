@@ -16,6 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/retry"
 )
@@ -138,6 +141,18 @@ type ConsumerOptions struct {
 	// the consumer sends (ListStreams, DescribeStream, GetShardIterator,
 	// GetRecords).
 	StreamsClientOptions []func(*dynamodbstreams.Options)
+
+	// MeterProvider receives the consumer's metrics: records by outcome,
+	// and the stream lag (the README's Observability section). Default:
+	// the global provider (otel.GetMeterProvider). The index writes are
+	// measured by the Table, with its own Options.MeterProvider.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per pass (Poll), with an event per
+	// GetRecords page; each record's Apply span is its child. Default: the
+	// global provider (otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
+	// Now returns the current time, for the stream lag. Default time.Now.
+	Now func() time.Time
 }
 
 const (
@@ -184,6 +199,7 @@ type Consumer[T any] struct {
 	arn    string
 	state  map[string]*shardState
 	hookMu sync.Mutex // one OnPoison call at a time
+	tel    *telemetry
 }
 
 // shardState is what the consumer knows of one shard between passes.
@@ -218,11 +234,18 @@ func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, op
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = defaultCheckpointEvery
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	// ddbindex.RetryOptions and retry.Options have the same fields: the
 	// conversions fail to compile if they ever differ.
 	r := retry.Options(opts.Retry).WithDefaults()
 	opts.Retry = ddbindex.RetryOptions(r)
-	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}}
+	var table string
+	if t != nil {
+		table = t.TableName()
+	}
+	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}, tel: newTelemetry(table, &opts)}
 }
 
 func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
@@ -247,14 +270,16 @@ func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 // records and checkpoints. It returns what it applied. An error leaves every
 // record before the failing one applied and checkpointed; the next pass
 // starts after the checkpoint.
-func (c *Consumer[T]) Poll(ctx context.Context) (ddbindex.ApplyStats, error) {
-	var total ddbindex.ApplyStats
+func (c *Consumer[T]) Poll(ctx context.Context) (total ddbindex.ApplyStats, err error) {
 	if c == nil || c.t == nil || c.api.c == nil || c.cp.c == nil {
 		return total, fmt.Errorf("%w: stream: a Consumer needs a Table, a StreamsAPI and Checkpoints (use NewConsumer)", ddbindex.ErrInvalidWrite)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	arn, err := c.streamARN(ctx)
+	var arn string
+	ctx, span := c.tel.startPoll(ctx)
+	defer func() { endPoll(span, arn, total, err) }()
+	arn, err = c.streamARN(ctx)
 	if err != nil {
 		return total, err
 	}
@@ -444,6 +469,7 @@ func (c *Consumer[T]) pollShard(ctx context.Context, arn string, sh streamtypes.
 			return st, fmt.Errorf("ddbindex: read shard %s: %w", id, err)
 		}
 		expired = 0
+		page(ctx, id, out.Records)
 		if len(out.Records) > 0 {
 			empty = 0
 			got, err := c.applyPage(ctx, arn, id, out.Records)
@@ -726,12 +752,13 @@ func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 // transient failures (Apply is idempotent: a retry counts the writes its
 // failed attempts made as Stale); a record that can never be applied goes to
 // the poison policy.
-func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r streamtypes.Record) (ddbindex.ApplyStats, error) {
+func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r streamtypes.Record) (st ddbindex.ApplyStats, err error) {
+	defer func() { c.tel.record(ctx, createdAt(r), st, err) }()
 	ch, err := ChangeFromRecord(r)
 	if err != nil {
 		return c.poison(ctx, arn, shard, r, err, ddbindex.ApplyStats{})
 	}
-	var st ddbindex.ApplyStats // the last attempt's
+	// st is the last attempt's.
 	_, err = retry.Call(ctx, c.retry, "Apply", func() (struct{}, error) {
 		var err error
 		st, err = c.t.Apply(ctx, []ddbindex.Change{ch}, c.opts.ClientOptions...)
