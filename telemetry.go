@@ -3,6 +3,7 @@ package ddbindex
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -209,8 +210,16 @@ func (i *instruments) enabled(ctx context.Context) bool {
 type telemetry struct {
 	inst   *instruments // nil: no metrics
 	tracer trace.Tracer // nil: no tracing
-	table  string       // the base table's physical name
-	base   *target
+	// unsetMeter and unsetTracer hold the global providers the Table was
+	// made with while the application had set none (nil otherwise): while
+	// otel still returns them, nothing records, and a call skips its
+	// instruments and span. Once the application sets a provider, the
+	// instruments and the tracer, made by the global providers, forward to
+	// it.
+	unsetMeter  metric.MeterProvider
+	unsetTracer trace.TracerProvider
+	table       string // the base table's physical name
+	base        *target
 	// targets holds the target of each layout; byPhysical each physical
 	// table and index: the base table (index ""), its GSIs and LSIs, and
 	// the index tables.
@@ -227,13 +236,17 @@ type physical struct{ table, index string }
 // when both providers are no-ops.
 func newTelemetry(s *schema, o *Options) *telemetry {
 	mp, tp := o.MeterProvider, o.TracerProvider
+	tel := &telemetry{table: o.TableName(s.table), targets: map[*layout]*target{}, byPhysical: map[physical]*target{}}
 	if mp == nil {
-		mp = otel.GetMeterProvider()
+		if mp = otel.GetMeterProvider(); isUnsetGlobal(mp) {
+			tel.unsetMeter = mp
+		}
 	}
 	if tp == nil {
-		tp = otel.GetTracerProvider()
+		if tp = otel.GetTracerProvider(); isUnsetGlobal(tp) {
+			tel.unsetTracer = tp
+		}
 	}
-	tel := &telemetry{table: o.TableName(s.table), targets: map[*layout]*target{}, byPhysical: map[physical]*target{}}
 	if !isNoopMeter(mp) {
 		tel.inst = newInstruments(mp.Meter(ScopeName))
 	}
@@ -258,6 +271,29 @@ func newTelemetry(s *schema, o *Options) *telemetry {
 	tel.base = tel.targets[s.base]
 	tel.undeclared = &target{tel: tel, index: "", form: ""}
 	return tel
+}
+
+// isUnsetGlobal reports whether p is one of the global providers otel
+// returns while the application has set none: those of its internal
+// package global, which delegate to the providers set later. (Should otel
+// move them, p is taken for a provider that records: correct, and only
+// slower.)
+func isUnsetGlobal(p any) bool {
+	t := reflect.TypeOf(p)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && t.PkgPath() == "go.opentelemetry.io/otel/internal/global"
+}
+
+// meter and tracing report whether the instruments and the tracer may
+// record now.
+func (tel *telemetry) meter() bool {
+	return tel.inst != nil && (tel.unsetMeter == nil || otel.GetMeterProvider() != tel.unsetMeter)
+}
+
+func (tel *telemetry) tracing() bool {
+	return tel.tracer != nil && (tel.unsetTracer == nil || otel.GetTracerProvider() != tel.unsetTracer)
 }
 
 func isNoopMeter(mp metric.MeterProvider) bool {
@@ -368,30 +404,35 @@ func callFrom(ctx context.Context) *call {
 	return c
 }
 
+// spanStart are the options of a call's span.
+var spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+
 // start begins an instrumented call of operation o on d: it returns the
 // context for the call's requests and the call state, nil when nothing
-// records (and then ctx as it is, but for a non-recording span).
+// records (and then ctx, with the span if one was started).
 func (tel *telemetry) start(ctx context.Context, o op, d *layout) (context.Context, *call) {
 	if tel == nil {
 		return ctx, nil
 	}
-	c := &call{tel: tel, op: o, tgt: tel.target(d)}
-	if tel.tracer != nil {
-		var span trace.Span
-		ctx, span = tel.tracer.Start(ctx, spanNames[o], trace.WithSpanKind(trace.SpanKindInternal))
-		if span.IsRecording() {
-			c.span = span
-			span.SetAttributes(attrDBSystem.String("aws.dynamodb"), attrTable.String(tel.table), attrOperation.String(callNames[o]), attrIndex.String(c.tgt.index), attrForm.String(c.tgt.form))
+	var span trace.Span
+	if tel.tracing() {
+		var s trace.Span
+		if ctx, s = tel.tracer.Start(ctx, spanNames[o], spanStart...); s.IsRecording() {
+			span = s
 		}
 	}
-	if tel.inst != nil && tel.inst.enabled(ctx) {
-		c.metrics = true
+	metrics := tel.meter() && tel.inst.enabled(ctx)
+	if !metrics && span == nil {
+		return ctx, nil
+	}
+	c := &call{tel: tel, op: o, tgt: tel.target(d), span: span, metrics: metrics}
+	if span != nil {
+		span.SetAttributes(attrDBSystem.String("aws.dynamodb"), attrTable.String(tel.table), attrOperation.String(callNames[o]), attrIndex.String(c.tgt.index), attrForm.String(c.tgt.form))
+	}
+	if metrics {
 		c.start = time.Now()
 		c.readUnits = tel.inst.readUnits.Enabled(ctx)
 		c.writeUnits = tel.inst.writeUnits.Enabled(ctx)
-	}
-	if !c.metrics && c.span == nil {
-		return ctx, nil
 	}
 	return context.WithValue(ctx, callKey{}, c), c
 }
@@ -676,7 +717,7 @@ func (c *call) multi(ctx context.Context, a api, tables func() []string, ccs []t
 // shadowOutcome records a shadow read of index, on form shadow: "compared"
 // or "skipped".
 func (tel *telemetry) shadowOutcome(ctx context.Context, d *layout, outcome string) {
-	if tel == nil || tel.inst == nil || !tel.inst.shadowReads.Enabled(ctx) {
+	if tel == nil || !tel.meter() || !tel.inst.shadowReads.Enabled(ctx) {
 		return
 	}
 	a := tel.target(d).attrs(opShadow)
@@ -686,7 +727,7 @@ func (tel *telemetry) shadowOutcome(ctx context.Context, d *layout, outcome stri
 // mismatch records a mismatch between the forms of an index, found on
 // form d: transient (gone at the re-check) or persistent.
 func (tel *telemetry) mismatch(ctx context.Context, d *layout, kind MismatchKind, persistence string) {
-	if tel == nil || tel.inst == nil || !tel.inst.mismatches.Enabled(ctx) {
+	if tel == nil || !tel.meter() || !tel.inst.mismatches.Enabled(ctx) {
 		return
 	}
 	a := tel.target(d).attrs(opShadow)
@@ -696,7 +737,7 @@ func (tel *telemetry) mismatch(ctx context.Context, d *layout, kind MismatchKind
 // shadowSpan starts the span of a shadow comparison, linked to the span of
 // the call it shadows.
 func (tel *telemetry) shadowSpan(ctx context.Context, served, other *layout, link trace.SpanContext) (context.Context, trace.Span) {
-	if tel == nil || tel.tracer == nil {
+	if tel == nil || !tel.tracing() {
 		return ctx, nil
 	}
 	var opts []trace.SpanStartOption

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -477,4 +478,39 @@ func TestTelemetryUnitsBreakdown(t *testing.T) {
 	m := h.Metrics(t)
 	assert.Equal(t, float64(1+5), m.Sum("ddbindex.write_units", attrIndex.String(""), attrForm.String("base")))
 	assert.Equal(t, float64(2), m.Sum("ddbindex.write_units", attrIndex.String("by_g"), attrForm.String("gsi")))
+}
+
+// BenchmarkTelemetryHooks measures what the instrumentation adds to one
+// Page call of one request, apart from the call: its hooks alone, with the
+// global providers while none is set (the default), and with the SDK's
+// providers recording.
+func BenchmarkTelemetryHooks(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts func(*Options)
+	}{
+		{"global-unset", func(*Options) {}},
+		{"sdk", func(o *Options) {
+			o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tb, err := New[tmTicket](nil, tc.opts)
+			require.NoError(b, err)
+			d := tb.s.byName["by_team"]
+			p := &plan{def: d, route: routeDeclared}
+			in := &dynamodb.QueryInput{TableName: aws.String(tb.tableOf(d)), Limit: aws.Int32(21)}
+			out := &dynamodb.QueryOutput{Count: 7, ScannedCount: 12, ConsumedCapacity: &types.ConsumedCapacity{TableName: in.TableName, CapacityUnits: aws.Float64(0.5)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, c := tb.tel.start(context.Background(), opPage, d)
+				c.planned(ctx, p, true)
+				if c := callFrom(ctx); c != nil {
+					c.queried(ctx, in, out, nil)
+				}
+				endPage(ctx, c, &Page[tmTicket]{Stats: Stats{Requests: 1, Read: 12, Returned: 7, Filtered: 5, ReadUnits: 0.5}}, nil)
+			}
+		})
+	}
 }
