@@ -171,69 +171,76 @@ func (r *cursorReader) str() (string, string) {
 // every field's name, order and form. The caller checks the positions against
 // the query's partition and condition.
 func decodeCursor(d *layout, token string, desc bool, o *Options) (cursorPos, error) {
+	c, _, err := readCursor(d, token, &desc, o)
+	return c, err
+}
+
+// readCursor is decodeCursor with the order to check in wantDesc; nil accepts
+// either order. It also returns the order the cursor was minted for.
+func readCursor(d *layout, token string, wantDesc *bool, o *Options) (cursorPos, bool, error) {
 	var none cursorPos
 	if len(token) > o.MaxCursorBytes {
-		return none, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)
+		return none, false, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)
 	}
 	// The decoder skips CR and LF even in strict mode; a cursor has none.
 	if strings.ContainsAny(token, "\r\n") {
-		return none, cursorErr(nil, "not unpadded URL-safe Base64 (line break)")
+		return none, false, cursorErr(nil, "not unpadded URL-safe Base64 (line break)")
 	}
 	raw, err := cursorEncoding.DecodeString(token)
 	if err != nil {
-		return none, cursorErr(nil, "not unpadded URL-safe Base64")
+		return none, false, cursorErr(nil, "not unpadded URL-safe Base64")
 	}
 	if len(o.CursorKeys) > 0 {
 		if len(raw) < macSize+2 {
-			return none, cursorErr(nil, "too short to carry a signature")
+			return none, false, cursorErr(nil, "too short to carry a signature")
 		}
 		body, sig := raw[:len(raw)-macSize], raw[len(raw)-macSize:]
 		if !signedByAny(body, sig, o.CursorKeys) {
-			return none, cursorErr(nil, "signature does not match")
+			return none, false, cursorErr(nil, "signature does not match")
 		}
 		raw = body
 	}
 	if len(raw) < 2 {
-		return none, cursorErr(nil, "truncated")
+		return none, false, cursorErr(nil, "truncated")
 	}
 	if raw[0] != cursorVersion {
-		return none, cursorErr(nil, "unknown version %d", raw[0])
+		return none, false, cursorErr(nil, "unknown version %d", raw[0])
 	}
 	if raw[1]&^(flagDesc|flagNext) != 0 {
-		return none, cursorErr(nil, "unknown flags 0x%02x", raw[1])
+		return none, false, cursorErr(nil, "unknown flags 0x%02x", raw[1])
 	}
-	if (raw[1]&flagDesc != 0) != desc {
-		if desc {
-			return none, cursorErr(nil, "minted for an ascending query, used in a descending one")
+	if wantDesc != nil && (raw[1]&flagDesc != 0) != *wantDesc {
+		if *wantDesc {
+			return none, false, cursorErr(nil, "minted for an ascending query, used in a descending one")
 		}
-		return none, cursorErr(nil, "minted for a descending query, used in an ascending one")
+		return none, false, cursorErr(nil, "minted for a descending query, used in an ascending one")
 	}
 	r := cursorReader{s: string(raw), off: 2}
 	name, bad := r.str()
 	if bad != "" {
-		return none, cursorErr(nil, "index name: %s", bad)
+		return none, false, cursorErr(nil, "index name: %s", bad)
 	}
 	if name != d.name {
-		return none, cursorErr(nil, "minted for %s, used on %s", untrustedLabel(name), indexLabel(d.name))
+		return none, false, cursorErr(nil, "minted for %s, used on %s", untrustedLabel(name), indexLabel(d.name))
 	}
 	count, bad := r.uvarint()
 	if bad != "" {
-		return none, cursorErr(nil, "field count: %s", bad)
+		return none, false, cursorErr(nil, "field count: %s", bad)
 	}
 	if count != uint64(len(d.slots)) {
-		return none, cursorErr(nil, "%d fields, %s has %d", count, indexLabel(d.name), len(d.slots))
+		return none, false, cursorErr(nil, "%d fields, %s has %d", count, indexLabel(d.name), len(d.slots))
 	}
 	at := make(position, len(d.slots))
 	for i, f := range d.slots {
 		attr, bad := r.str()
 		if bad != "" {
-			return none, cursorErr(nil, "name of field %d: %s", i, bad)
+			return none, false, cursorErr(nil, "name of field %d: %s", i, bad)
 		}
 		if attr != f.attr {
-			return none, cursorErr(nil, "field %d is %q, want %q", i, untrusted(attr), f.attr)
+			return none, false, cursorErr(nil, "field %d is %q, want %q", i, untrusted(attr), f.attr)
 		}
 		if at[i], err = r.text(f, ""); err != nil {
-			return none, err
+			return none, false, err
 		}
 	}
 	c := cursorPos{at: at}
@@ -241,18 +248,18 @@ func decodeCursor(d *layout, token string, desc bool, o *Options) (cursorPos, er
 		c.next = make(position, len(d.slots))
 		for i, f := range d.slots {
 			if c.next[i], err = r.text(f, "next position: "); err != nil {
-				return none, err
+				return none, false, err
 			}
 		}
 		if len(r.s)-r.off < len(c.digest) {
-			return none, cursorErr(nil, "next position: truncated read digest")
+			return none, false, cursorErr(nil, "next position: truncated read digest")
 		}
 		r.off += copy(c.digest[:], r.s[r.off:])
 	}
 	if r.off != len(r.s) {
-		return none, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)
+		return none, false, cursorErr(nil, "%d trailing bytes", len(r.s)-r.off)
 	}
-	return c, nil
+	return c, raw[1]&flagDesc != 0, nil
 }
 
 // signedByAny reports whether sig is the HMAC-SHA256 of body under one of
@@ -336,4 +343,100 @@ func untrustedLabel(name string) string {
 		return indexLabel(name)
 	}
 	return fmt.Sprintf("index %q", untrusted(name))
+}
+
+// CursorInfo is what a cursor holds, as [Table.InspectCursor] decodes it.
+type CursorInfo struct {
+	// Index is the logical index the cursor was minted for ("" for the
+	// base table).
+	Index string
+	// Desc reports that a descending query minted it.
+	Desc bool
+	// Signed reports that it carries an HMAC that one of
+	// Options.CursorKeys verified (with no keys, cursors are unsigned).
+	Signed bool
+	// Position is the last item of the page that minted it, where the next
+	// page continues: the fields of the index key, then those of the base
+	// key, in the order the cursor holds them.
+	Position []CursorField
+	// Next is the first live item after the page, which the page fill read
+	// ahead: the next page starts just before it, without reading again the
+	// tombstones between. Nil when the cursor has none (Options.PlainCursors,
+	// or a page whose read-ahead found nothing).
+	Next []CursorField
+}
+
+// CursorField is one field of a cursor's position.
+type CursorField struct {
+	// Attr is the field's attribute name.
+	Attr string
+	// Text is its key text as the cursor carries it: the canonical text of
+	// the value, as [EncodeKey] writes a component before escaping.
+	Text string
+	// Value is the text read back into the field's Go type (a string,
+	// an integer, a time.Time, ...); nil for a KeyTexter type whose pointer
+	// is no KeyTextParser.
+	Value any
+}
+
+// InspectCursor decodes a cursor as a query of the named index ("" for the
+// base table) would, and returns what it holds: for operators and tools
+// that explain a cursor a client sent (package ops's "cursor inspect").
+// It sends nothing.
+//
+// It makes every check that does not depend on the query: the size cap,
+// the encoding, the signature (Options.CursorKeys), the version, the index,
+// each field's name, order and declared form, that the position makes a
+// start key for each form of the index, and that the next position, when
+// there is one, follows the position (a query whose filter differs from
+// the one that minted the cursor ignores the next position, and does not
+// check it). What depends on the query, its
+// partition, sort condition and order, a query's Page, All or Explain
+// checks with the cursor given to After. A cursor that fails a check is a
+// *CursorError (matching [ErrInvalidCursor]) whose Reason says which; an
+// index the model does not declare is a *QueryError ([ErrInvalidQuery]).
+func (t *Table[T]) InspectCursor(index, cursor string) (*CursorInfo, error) {
+	d, err := t.index(index)
+	if err != nil {
+		return nil, err
+	}
+	c, desc, err := readCursor(d, cursor, nil, &t.opts)
+	if err != nil {
+		return nil, err
+	}
+	forms := d.decl.forms // the base table's is empty
+	if len(forms) == 0 {
+		forms = []*layout{d}
+	}
+	for _, f := range forms {
+		if _, err := f.startKey(c.at); err != nil {
+			return nil, cursorErr(err, "position does not make a start key")
+		}
+		if c.next != nil {
+			if _, err := f.startKey(c.next); err != nil {
+				return nil, cursorErr(err, "next position: position does not make a start key")
+			}
+		}
+	}
+	if c.next != nil && !d.follows(c.next, c.at, desc) {
+		return nil, cursorErr(nil, "the next position does not follow the position")
+	}
+	info := &CursorInfo{Index: d.name, Desc: desc, Signed: len(t.opts.CursorKeys) > 0, Position: cursorFields(d, c.at)}
+	if c.next != nil {
+		info.Next = cursorFields(d, c.next)
+	}
+	return info, nil
+}
+
+// cursorFields names the texts of pos by d's slots, with their values.
+func cursorFields(d *layout, pos position) []CursorField {
+	out := make([]CursorField, len(d.slots))
+	for i, f := range d.slots {
+		out[i] = CursorField{Attr: f.attr, Text: pos[i]}
+		v := reflect.New(f.typ).Elem()
+		if f.canon.parse(pos[i], v) == nil {
+			out[i].Value = v.Interface()
+		}
+	}
+	return out
 }

@@ -49,7 +49,11 @@
 // migration introduces from the items already there (an index table's
 // entries, or a GSI's derived key attributes on the base items) in
 // parallel segments, at a capped write rate, resuming from checkpoints
-// after a crash.
+// after a crash. Package github.com/ddbindex/ddbindex/ops builds an operator
+// command for these steps from the application's own models; for tools like
+// it, [Table.Indexes] describes a model's indexes, [Table.Routes] reads the
+// fleet's routes, and [Table.InspectCursor] decodes a cursor and says why
+// it is refused.
 //
 // Options come as functions that change an options struct ([New]'s
 // [Options], [CreateOptions], [BackfillOptions]); every method that sends

@@ -163,8 +163,8 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		if p.shard != nil {
 			m := newMerger(q, p, true, nil)
 			r := &Request{Kind: d.kind}
-			for _, st := range m.streams {
-				r.Shards = append(r.Shards, st.pg.request(st.pg.size.next(m.share(want, len(m.streams)))))
+			for i, st := range m.streams {
+				r.Shards = append(r.Shards, st.pg.request(m.firstLimit(i, want)))
 			}
 			if len(r.Shards) > 0 {
 				r.Input = r.Shards[0]

@@ -580,7 +580,8 @@ const memoDecay = 0.5
 
 // memo remembers, per index and partition (and filter), the live ratio
 // earlier calls read, so that the first request of a call, page 1 included,
-// is sized for it. It is bounded (memoCap partitions, the oldest forgotten
+// is sized for it, and for a sharded index the entries' mean size (see
+// merger.size). It is bounded (memoCap partitions, the oldest forgotten
 // first) and only ever changes request sizes, never results.
 type memo struct {
 	// noStartBefore is set once the server refused a start key built
@@ -592,7 +593,10 @@ type memo struct {
 	order []string // keys, oldest first
 }
 
-type memoEntry struct{ live, read float64 }
+type memoEntry struct {
+	live, read float64
+	bytes      float64 // the mean size of the entries read (0: unknown)
+}
 
 func (m *memo) get(key string) (ratio, weight float64) {
 	if m == nil {
@@ -608,6 +612,29 @@ func (m *memo) get(key string) (ratio, weight float64) {
 }
 
 func (m *memo) put(key string, live, read float64) {
+	m.update(key, func(e *memoEntry) {
+		e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
+	})
+}
+
+// itemBytes returns the entry size remembered for key (0: none).
+func (m *memo) itemBytes(key string) float64 {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key].bytes
+}
+
+// putItemBytes remembers the mean size of the entries a call read.
+func (m *memo) putItemBytes(key string, bytes float64) {
+	m.update(key, func(e *memoEntry) { e.bytes = bytes })
+}
+
+// update changes key's entry with f, adding it (and forgetting the oldest
+// when full) if it is new.
+func (m *memo) update(key string, f func(*memoEntry)) {
 	if m == nil {
 		return
 	}
@@ -624,5 +651,6 @@ func (m *memo) put(key string, live, read float64) {
 		}
 		m.order = append(m.order, key)
 	}
-	m.m[key] = memoEntry{live: e.live*memoDecay + live, read: e.read*memoDecay + read}
+	f(&e)
+	m.m[key] = e
 }

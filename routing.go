@@ -271,6 +271,17 @@ func (t *Table[T]) RefreshRoutes(ctx context.Context) error {
 	return t.routes.refresh(ctx, t)
 }
 
+// Routes reads the fleet's routes from the control table now, by logical
+// index name; an index without a route there is absent. It does not change
+// the routes this Table reads by (RefreshRoutes does): it is for operators
+// and tools that show them (package ops's "route").
+func (t *Table[T]) Routes(ctx context.Context) (map[string]Route, error) {
+	if t.opts.ControlTable == "" {
+		return nil, fmt.Errorf("%w: Routes: Options.ControlTable names no control table", ErrInvalidQuery)
+	}
+	return t.readRoutes(ctx)
+}
+
 func (t *Table[T]) readRoutes(ctx context.Context) (map[string]Route, error) {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(t.opts.ControlTable),

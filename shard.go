@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -227,11 +228,20 @@ type merger[T any] struct {
 	desc    bool
 	emitted int                             // entries yielded
 	lastOut map[string]types.AttributeValue // the last entry yielded
+	memo    bool                            // see newPager
+	bytes   float64                         // the memo's entry size (0: none)
+	sizing  shardSizing
 }
 
 // newMerger starts the shards' page fills of a query of a sharded index.
 func newMerger[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Options)) *merger[T] {
-	m := &merger[T]{q: q, p: p, desc: q.desc, fanout: q.t.opts.ShardFanout}
+	m := &merger[T]{q: q, p: p, desc: q.desc, fanout: q.t.opts.ShardFanout, memo: memo, sizing: defaultShardSizing}
+	if q.t.shardSizing != nil {
+		m.sizing = *q.t.shardSizing
+	}
+	if memo {
+		m.bytes = q.t.memo.itemBytes(p.memoKey)
+	}
 	if m.fanout <= 0 {
 		m.fanout = defaultShardFanout
 	}
@@ -257,10 +267,14 @@ func (m *merger[T]) stats() Stats {
 	return s
 }
 
-// remember passes each shard's evidence to later calls.
+// remember passes each shard's evidence, and the entries' size, to later
+// calls.
 func (m *merger[T]) remember() {
 	for _, st := range m.streams {
 		st.pg.remember()
+	}
+	if b := m.itemBytes(); m.memo && b > 0 && b != m.bytes {
+		m.q.t.memo.putItemBytes(m.p.memoKey, b)
 	}
 }
 
@@ -337,7 +351,7 @@ func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.Attrib
 			}
 		}
 		if len(fetch) > 0 {
-			if err := m.round(ctx, fetch, want, active); err != nil {
+			if err := m.round(ctx, m.lookahead(fetch, want, active), len(fetch), want); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -357,26 +371,100 @@ func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.Attrib
 	}
 }
 
-// round sends one request to each of the shards fetch lists, at most
-// fanout at a time. Each asks for its share of what the call still wants
-// (want 0: as much as a request returns).
-func (m *merger[T]) round(ctx context.Context, fetch []int, want, active int) error {
-	if err := m.capped(len(fetch)); err != nil {
-		return err
+// shardFetch is one request of a round: the shard, and how many of its
+// live entries the call is expected to need before the page is full (0 when
+// the call wants all there are).
+type shardFetch struct {
+	shard    int
+	expected float64
+}
+
+// lookahead returns the requests of the round that the blocked shards
+// (fetch) call for, theirs first. Each blocked shard may hold about
+// rest/active of the rest entries the call still wants. The round also asks
+// every shard whose buffer the merge would drain before the call has what
+// it wants, as far as the buffered entries tell: the merge would block on
+// it at once, one round later. Such a shard, drained after w more entries,
+// may hold about (rest-w)/active of those still wanted then.
+func (m *merger[T]) lookahead(fetch []int, want, active int) []shardFetch {
+	out := make([]shardFetch, 0, len(fetch))
+	if want <= 0 {
+		for _, i := range fetch {
+			out = append(out, shardFetch{shard: i})
+		}
+		return out
 	}
-	need := 0
-	if want > 0 {
-		need = m.share(want-m.emitted, active)
+	rest := max(1, want-m.emitted)
+	per := float64(rest) / float64(max(1, active))
+	for _, i := range fetch {
+		out = append(out, shardFetch{shard: i, expected: per})
+	}
+	if m.sizing.noLookahead {
+		return out
+	}
+	attr := m.p.def.sk.attr
+	at := make([]int, len(m.streams)) // entries of each buffer the walk has passed
+	for w := 1; w < rest; w++ {
+		next := -1
+		for i, s := range m.streams {
+			if at[i] < len(s.buf) && (next < 0 || m.before(sortKey(s.buf[at[i]], attr), sortKey(m.streams[next].buf[at[next]], attr))) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		if at[next]++; at[next] == len(m.streams[next].buf) && m.streams[next].more {
+			out = append(out, shardFetch{shard: next, expected: float64(rest-w) / float64(max(1, active))})
+		}
+	}
+	return out
+}
+
+// shardSizing is how a merge sizes its rounds (see lookahead and size).
+// Tests and benchmarks compare variants through Table.shardSizing.
+type shardSizing struct {
+	// A shard's first request of a call brings every live entry of the
+	// shard that the call needs, and the one after them, with probability
+	// 1-firstTail; a later request with 1-refillTail.
+	firstTail, refillTail float64
+	noFill                bool // requests do not fill the 4 KB blocks they pay for
+	noLookahead           bool // a round asks the blocked shards alone
+	// onRound, if set, is called before each round with its requests.
+	onRound func(requests int)
+}
+
+// defaultShardSizing is the sizing of every Table's merges. Later requests
+// cost one round trip more, so they aim higher than first ones. Chosen with
+// TestShardedPageCostModel and BenchmarkShardedPage.
+var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1}
+
+// round sends the requests fetch lists, at most fanout at a time, for a
+// call that wants want entries (0: all there are). The first blocked ones
+// are those of the shards that block the merge: when a cap forbids the
+// others, the round sends these alone.
+func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want int) error {
+	if err := m.capped(len(fetch)); err != nil {
+		if blocked == len(fetch) || m.capped(blocked) != nil {
+			return err
+		}
+		fetch = fetch[:blocked]
+	}
+	if m.sizing.onRound != nil {
+		m.sizing.onRound(len(fetch))
+	}
+	// The sizes read the shards' sizers, which the requests update: all
+	// are chosen before any is sent.
+	sizes := make([]int, len(fetch))
+	b := m.itemBytes()
+	for j, f := range fetch {
+		sizes[j] = m.size(f, want, b)
 	}
 	errs := make([]error, len(fetch))
 	sem := make(chan struct{}, m.fanout)
 	var wg sync.WaitGroup
-	for j, i := range fetch {
-		s := m.streams[i]
-		size := 0
-		if need > 0 {
-			size = s.pg.size.next(need)
-		}
+	for j, f := range fetch {
+		s, size := m.streams[f.shard], sizes[j]
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -398,10 +486,83 @@ func (m *merger[T]) round(ctx context.Context, fetch []int, want, active int) er
 	return nil
 }
 
-// share is how many live entries a request to one of active shards asks
-// for when the call still wants rest.
-func (m *merger[T]) share(rest, active int) int {
-	return max(1, (max(1, rest)+active-1)/max(1, active))
+// size is the Limit of request f (0: none, when the call wants all there
+// is), where entries are about b bytes (0: unknown). The shard's live
+// entries among those the call still needs are about Poisson with mean
+// f.expected (a stable hash spreads entries evenly), and the request must
+// read one past them to show that the shard holds no more before the page
+// ends: it asks for the quantile at the tail probability, plus one, never
+// more than the call still wants plus one. The shard's sizer turns live
+// entries into a Limit through its expected live ratio. Every request costs
+// at least one 4 KB block of read units, and costs them whole: a request
+// whose entries fill its blocks only partly asks for as many more as fit,
+// since they are free and may spare the shard a round.
+func (m *merger[T]) size(f shardFetch, want int, b float64) int {
+	rest := want - m.emitted
+	if want <= 0 || rest <= 0 {
+		return 0
+	}
+	s := m.streams[f.shard]
+	tail := m.sizing.refillTail
+	if !s.sent {
+		tail = m.sizing.firstTail
+	}
+	live := min(rest+1, poissonQuantile(f.expected, tail)+1)
+	size := s.pg.size.next(live)
+	if b > 0 && !m.sizing.noFill {
+		// Dead entries are larger by the tombstone's marks.
+		b += (1 - s.pg.size.ratio()) * float64(s.pg.size.deadExtra)
+		blocks := math.Ceil(float64(size) * b / 4096)
+		fill := int(blocks * 4096 / b)
+		size = max(size, min(fill, s.pg.size.next(rest+1)))
+	}
+	return size
+}
+
+// firstLimit is the Limit of shard i's first request in a call that wants
+// want entries, as round sends it.
+func (m *merger[T]) firstLimit(i, want int) int {
+	return m.size(shardFetch{shard: i, expected: float64(want) / float64(max(1, len(m.streams)))}, want, m.itemBytes())
+}
+
+// poissonQuantile returns the least k with P(X <= k) >= 1-tail for X
+// Poisson with mean mean; from mean 50 on, that of the normal law with the
+// same mean and variance.
+func poissonQuantile(mean, tail float64) int {
+	if mean >= 50 {
+		z := math.Sqrt2 * math.Erfinv(1-2*tail)
+		return int(min(math.Ceil(mean+z*math.Sqrt(mean)-0.5), maxRequestItems))
+	}
+	p := math.Exp(-mean)
+	cdf, k := p, 0
+	for cdf < 1-tail && k < maxRequestItems {
+		k++
+		p *= mean / float64(k)
+		cdf += p
+	}
+	return k
+}
+
+// itemBytes is the size of an entry the fill of a request assumes (0:
+// unknown): the mean size of the entries the shards returned, or when the
+// query projects attributes (its items are smaller than what DynamoDB
+// reads) the tightest bound the read units gave; else the memo's.
+func (m *merger[T]) itemBytes() float64 {
+	n, sum, bound := 0, 0, 0.0
+	for _, st := range m.streams {
+		n += st.pg.size.sampled[0]
+		sum += st.pg.size.sampled[1]
+		if u := st.pg.size.unitBytes; u > 0 && (bound == 0 || u < bound) {
+			bound = u
+		}
+	}
+	switch {
+	case len(m.q.project) > 0 && bound > 0:
+		return bound
+	case len(m.q.project) == 0 && n > 0:
+		return float64(sum) / float64(n)
+	}
+	return m.bytes
 }
 
 // fillSharded reads one page of up to limit live entries of a sharded

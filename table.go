@@ -196,6 +196,8 @@ type Table[T any] struct {
 	rollout  *rollout
 	shadows  *shadows
 	tel      *telemetry // nil: nothing instrumented
+	// shardSizing replaces defaultShardSizing in tests (nil: the default).
+	shardSizing *shardSizing
 }
 
 // New returns the Table for model T, whose declarations are parsed once per

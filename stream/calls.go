@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
@@ -13,7 +14,8 @@ import (
 // *ddbindex.CallError (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
 // the root package: a Consumer holds its DynamoDB Streams client as
 // streamCalls and its checkpoint store as checkpointCalls. (The index writes
-// go through the Table, whose client ddbindex wraps.) An answer the consumer
+// go through the Table, whose client ddbindex wraps.) Its lease store is
+// leaseCalls. An answer the consumer
 // cannot use (a DescribeStream without a stream description, or whose shards
 // form a cycle) is reported as a *ddbindex.CallError of that call where it is
 // found, in consumer.go.
@@ -55,11 +57,38 @@ func (w checkpointCalls) SetCheckpoint(ctx context.Context, shardID, seq string)
 	return callErr("SetCheckpoint", nil, w.c.SetCheckpoint(ctx, shardID, seq))
 }
 
+// leaseCalls is a consumer's lease store, with every error wrapped; c is
+// nil without one.
+type leaseCalls struct{ c Leases }
+
+func (w leaseCalls) ListLeases(ctx context.Context) ([]Lease, error) {
+	out, err := w.c.ListLeases(ctx)
+	return out, callErr("ListLeases", nil, err)
+}
+
+func (w leaseCalls) AcquireLease(ctx context.Context, shardID, owner string, now, until time.Time) (bool, error) {
+	ok, err := w.c.AcquireLease(ctx, shardID, owner, now, until)
+	return ok, callErr("AcquireLease", nil, err)
+}
+
+func (w leaseCalls) ReleaseLease(ctx context.Context, shardID, owner string, ended bool) error {
+	return callErr("ReleaseLease", nil, w.c.ReleaseLease(ctx, shardID, owner, ended))
+}
+
+func (w leaseCalls) DeleteLease(ctx context.Context, l Lease) error {
+	return callErr("DeleteLease", nil, w.c.DeleteLease(ctx, l))
+}
+
 // callErr wraps a non-nil error of a call in a *ddbindex.CallError; nil
-// stays nil. table is the table the request named (nil when it names none).
+// stays nil, and so does an error that is one already (a store's failed
+// request, such as DynamoDBCheckpoints', which names its own operation and
+// table). table is the table the request named (nil when it names none).
 func callErr(op string, table *string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if _, ok := errors.AsType[*ddbindex.CallError](err); ok {
+		return err
 	}
 	e := &ddbindex.CallError{Op: op, Err: err}
 	if table != nil {

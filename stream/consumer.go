@@ -133,6 +133,25 @@ type ConsumerOptions struct {
 	// a record of the shard has been applied after it.
 	OnGap func(ctx context.Context, g Gap) error
 
+	// Leases, when set, divides the stream's shards among the consumers
+	// that share the store (see [Leases]; [DynamoDBCheckpoints] is one):
+	// this consumer reads only the shards whose lease it holds, renews them
+	// while it reads, and releases them when it stops (Run) or holds more
+	// than its share. Without it, the consumer reads every shard.
+	Leases Leases
+	// LeaseOwner names this consumer in the lease store. Default: the host
+	// name, the process ID and a random part.
+	LeaseOwner string
+	// LeaseDuration is how long a lease and a heartbeat last unless
+	// renewed (they are renewed when half of it is left): a consumer that
+	// stops without releasing its leases leaves its shards to the others
+	// after that long. Keep it well above the clock skew between hosts and
+	// the time one GetRecords page takes to apply. Default 30 s.
+	LeaseDuration time.Duration
+	// Now is the consumer's clock: of leases, and of the stream lag (now
+	// minus a record's ApproximateCreationDateTime). Default time.Now.
+	Now func() time.Time
+
 	// ClientOptions are applied to every DynamoDB request the consumer's
 	// index writes send (each record's [ddbindex.Table.Apply]), as the
 	// SDK's own per-call options.
@@ -151,8 +170,6 @@ type ConsumerOptions struct {
 	// GetRecords page; each record's Apply span is its child. Default: the
 	// global provider (otel.GetTracerProvider).
 	TracerProvider trace.TracerProvider
-	// Now returns the current time, for the stream lag. Default time.Now.
-	Now func() time.Time
 }
 
 const (
@@ -192,12 +209,14 @@ type Consumer[T any] struct {
 	t     *ddbindex.Table[T]
 	api   streamCalls
 	cp    checkpointCalls
+	lc    leaseCalls
 	opts  ConsumerOptions
 	retry retry.Options
 
-	mu     sync.Mutex // one pass at a time; guards arn and state
+	mu     sync.Mutex // one pass at a time; guards arn, state and leases
 	arn    string
 	state  map[string]*shardState
+	leases *leaseState
 	hookMu sync.Mutex // one OnPoison call at a time
 	tel    *telemetry
 }
@@ -234,6 +253,12 @@ func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, op
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = defaultCheckpointEvery
 	}
+	if opts.LeaseOwner == "" {
+		opts.LeaseOwner = defaultOwner()
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = defaultLeaseDuration
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -245,7 +270,8 @@ func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, op
 	if t != nil {
 		table = t.TableName()
 	}
-	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}, tel: newTelemetry(table, &opts)}
+	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}, lc: leaseCalls{opts.Leases},
+		leases: &leaseState{held: map[string]time.Time{}}, tel: newTelemetry(table, &opts)}
 }
 
 func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
@@ -290,6 +316,11 @@ func (c *Consumer[T]) Poll(ctx context.Context) (total ddbindex.ApplyStats, err 
 	if err != nil {
 		return total, err
 	}
+	if c.lc.c != nil {
+		if err := c.leasePass(ctx, shards); err != nil {
+			return total, err
+		}
+	}
 	// Forget shards the stream no longer lists (trimmed after 24 hours).
 	listed := make(map[string]bool, len(shards))
 	for _, sh := range shards {
@@ -307,6 +338,9 @@ func (c *Consumer[T]) Poll(ctx context.Context) (total ddbindex.ApplyStats, err 
 			s = &shardState{}
 			c.state[id] = s
 		}
+		if c.lc.c != nil && c.leases.ended[id] {
+			s.drained = true
+		}
 		if s.drained {
 			continue
 		}
@@ -316,11 +350,25 @@ func (c *Consumer[T]) Poll(ctx context.Context) (total ddbindex.ApplyStats, err 
 		if p := aws.ToString(sh.ParentShardId); p != "" && listed[p] && !c.state[p].drained {
 			continue
 		}
+		if c.lc.c != nil {
+			held, err := c.takeLease(ctx, id, s)
+			if err != nil || !held {
+				if err != nil {
+					return total, err
+				}
+				continue // another consumer reads it
+			}
+		}
 		st, err := c.pollShard(ctx, arn, sh, s)
 		addStats(&total, st)
 		if err != nil {
 			s.iter = nil // the next pass reopens the shard after its checkpoint
 			return total, err
+		}
+		if c.lc.c != nil && s.drained {
+			if err := c.dropLease(ctx, id, true); err != nil {
+				return total, err
+			}
 		}
 	}
 	return total, nil
@@ -331,8 +379,17 @@ func (c *Consumer[T]) Poll(ctx context.Context) (total ddbindex.ApplyStats, err 
 // [ddbindex.IsTransient]: the service throttled or failed longer than the
 // Retry budget of one call) is reported to Retry.OnRetry as operation
 // "Poll", and Run polls again after a backoff. It returns ctx's error, or the
-// first other error of a pass.
-func (c *Consumer[T]) Run(ctx context.Context) error {
+// first other error of a pass; with ConsumerOptions.Leases it releases its
+// leases first (see [Consumer.ReleaseLeases]), and returns the release's
+// error too.
+func (c *Consumer[T]) Run(ctx context.Context) (err error) {
+	if c != nil && c.lc.c != nil {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalCheckpointTimeout)
+			defer cancel()
+			err = errors.Join(err, c.ReleaseLeases(rctx))
+		}()
+	}
 	failures := 0
 	for {
 		st, err := c.Poll(ctx)
@@ -436,6 +493,14 @@ func (c *Consumer[T]) pollShard(ctx context.Context, arn string, sh streamtypes.
 				return st, nil
 			}
 			s.iter, s.last = it, at
+		}
+		if c.lc.c != nil {
+			// Renew the lease when due; when another consumer took it over,
+			// leave the shard to it.
+			held, err := c.takeLease(ctx, id, s)
+			if err != nil || !held {
+				return st, err
+			}
 		}
 		out, err := retry.Call(ctx, c.retry, "GetRecords", func() (*dynamodbstreams.GetRecordsOutput, error) {
 			return c.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: s.iter, Limit: aws.Int32(c.opts.BatchSize)}, c.opts.StreamsClientOptions...)

@@ -10,15 +10,19 @@
 //
 // When to use what:
 //
-//   - [Consumer] is one process that reads the whole stream: it keeps no
-//     leases, so two consumers of one stream both apply every record (which
-//     is harmless, Apply being idempotent, but wasted). Use it for local
-//     development, tests, tools, and small deployments that run one
-//     instance. Within that process it applies different items' records in
-//     parallel (ConsumerOptions.Workers).
-//   - In production, let AWS Lambda read the stream (it shards, scales,
-//     checkpoints and retries for you) and apply each batch with
-//     [ApplyLambdaEvent].
+//   - In production, let AWS Lambda read the stream (it reads each shard in
+//     order, scales with the shards, checkpoints and retries) and apply each
+//     batch with a [LambdaHandler], whose Handle reports partial batch
+//     failures (ReportBatchItemFailures), so that Lambda retries from the
+//     first record not applied. examples/lambda holds the function and a
+//     SAM template. [ApplyLambdaEvent] applies a whole event as one call.
+//   - [Consumer] reads the stream in a process: for local development,
+//     tests, tools, and a single worker. Within that process it applies
+//     different items' records in parallel (ConsumerOptions.Workers). With
+//     [DynamoDBCheckpoints] its checkpoints survive restarts; with
+//     ConsumerOptions.Leases several consumers share a stream's shards (see
+//     [Leases]). Without leases, two consumers of one stream both apply
+//     every record, which is harmless but wasted.
 //
 // Either way the base table needs a NEW_AND_OLD_IMAGES stream
 // (ddbindex.Table.CreateTables creates one; CheckSchema checks it), and
@@ -33,8 +37,9 @@
 // record, which also matches its cause's): [ddbindex.ErrPoisonRecord]
 // (*PoisonRecordError), [ddbindex.ErrStreamGap] (*GapError),
 // [ddbindex.ErrStreamRecord] (a malformed record), [ddbindex.ErrDynamoDB]
-// (a *ddbindex.CallError: a failed call to DynamoDB Streams or the checkpoint
-// store), [ddbindex.ErrSchemaMismatch] (a table without a stream) and
-// [ddbindex.ErrInvalidWrite] (a consumer or event without its table);
-// [ddbindex.Code] gives their codes.
+// (a *ddbindex.CallError: a failed call to DynamoDB Streams, the checkpoint
+// store or the lease store), [ddbindex.ErrSchemaMismatch] (a table without
+// a stream), [ddbindex.ErrMalformedItem] (a damaged item of
+// DynamoDBCheckpoints) and [ddbindex.ErrInvalidWrite] (a consumer, handler,
+// event or store without its parts); [ddbindex.Code] gives their codes.
 package stream

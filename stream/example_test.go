@@ -94,3 +94,43 @@ func ExampleChangeFromRecord() {
 	// by_team: tombstone=false
 	// by_team: tombstone=true
 }
+
+// The body of an AWS Lambda function that keeps index tables in step, with
+// partial batch responses: configure the event source mapping with
+// FunctionResponseTypes [ReportBatchItemFailures] (examples/lambda has a
+// template).
+func ExampleNewLambdaHandler() {
+	var db *dynamodb.Client // your DynamoDB client
+	notes, err := ddbindex.New[Note](db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := stream.NewLambdaHandler(notes, func(o *stream.LambdaOptions) {
+		o.OnBatch = func(_ context.Context, r stream.BatchResult) {
+			if r.Err != nil {
+				log.Printf("%d of %d records to retry: %v", r.Failed, r.Records, r.Err)
+			}
+		}
+	})
+	_ = h.Handle // lambda.Start(h.Handle)
+}
+
+// Consumers in several processes, with durable checkpoints and shard leases
+// in the control table: each reads its share of the stream's shards, and
+// resumes after its checkpoints when restarted.
+func ExampleDynamoDBCheckpoints() {
+	ctx := context.Background()
+	var db *dynamodb.Client             // your DynamoDB client
+	var streams *dynamodbstreams.Client // your DynamoDB Streams client
+	notes, err := ddbindex.New[Note](db, func(o *ddbindex.Options) { o.ControlTable = "control" })
+	if err != nil {
+		log.Fatal(err)
+	}
+	store := &stream.DynamoDBCheckpoints{Client: db, Table: "control", Name: notes.TableName()}
+	cons := stream.NewConsumer(notes, streams, store, func(o *stream.ConsumerOptions) {
+		o.Leases = store
+	})
+	if err := cons.Run(ctx); err != nil { // releases its leases when ctx ends
+		log.Print(err)
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -60,22 +61,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/examples/models"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
-// Post is one post. Every post is in the one global feed: Feed is the
-// constant "global", the old GSI's sort = 0. The feed index's sort key is
-// the 13-digit epoch-millisecond time the old GSI used, then the post id.
-type Post struct {
-	_ ddbindex.TableSpec `ddbindex:"feed-posts"`
-	_ ddbindex.IndexSpec `ddbindex:"newest,type=table,shards=16"`
-
-	ID        string    `dynamodbav:"id"         ddbindex:"pk"`
-	Feed      string    `dynamodbav:"feed"       ddbindex:"newest.pk"`
-	Published time.Time `dynamodbav:"published"  ddbindex:"newest.sk,format=unixms,width=13"`
-	Author    string    `dynamodbav:"author"`
-	Text      string    `dynamodbav:"text"`
-}
+// Post is one post. It is declared in package models, with the options
+// the feed opens its table with, so that the operator command
+// cmd/ddbindex-demo is built from the same declaration. Every post is in
+// the one global feed: Feed is the constant "global", the old GSI's
+// sort = 0. The feed index's sort key is the 13-digit epoch-millisecond
+// time the old GSI used, then the post id:
+//
+//	_ ddbindex.TableSpec `ddbindex:"feed-posts"`
+//	_ ddbindex.IndexSpec `ddbindex:"newest,type=table,shards=16"`
+//
+//	ID        string    `dynamodbav:"id"         ddbindex:"pk"`
+//	Feed      string    `dynamodbav:"feed"       ddbindex:"newest.pk"`
+//	Published time.Time `dynamodbav:"published"  ddbindex:"newest.sk,format=unixms,width=13"`
+//	Author    string    `dynamodbav:"author"`
+//	Text      string    `dynamodbav:"text"`
+type Post = models.Post
 
 // The demo's data: numPosts posts a minute apart from start; then a
 // moderator removes most of the newest ones (removed), so the top of the
@@ -111,27 +116,43 @@ func line(ps []Post) string {
 	return b.String()
 }
 
+// settings are the command line's.
+type settings struct {
+	// prefix goes before every table name (default: "demo-" and six random
+	// hex digits, so that runs never share tables).
+	prefix string
+	// keep leaves the tables when the demo ends, for the operator command
+	// to look at (make demo).
+	keep bool
+}
+
 func main() {
+	var s settings
+	flag.StringVar(&s.prefix, "table-prefix", "", "put `PREFIX` before every table name (default: demo- and random hex digits)")
+	flag.BoolVar(&s.keep, "keep", false, "leave the tables when the demo ends")
+	flag.Parse()
 	endpoint := os.Getenv("DDBINDEX_ENDPOINT")
 	if endpoint == "" {
 		endpoint = "http://127.0.0.1:8000"
 	}
-	if err := run(context.Background(), os.Stdout, endpoint); err != nil {
+	if err := run(context.Background(), os.Stdout, endpoint, s); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, w io.Writer, endpoint string) error {
+func run(ctx context.Context, w io.Writer, endpoint string, s settings) error {
 	creds := credentials.NewStaticCredentialsProvider("demo", "demo", "")
 	client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: creds})
 	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: creds})
 
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	suffix := "-" + hex.EncodeToString(b[:])
-	feed, err := ddbindex.New[Post](client, func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return s + suffix }
-		o.Retention = 24 * time.Hour
+	prefix := s.prefix
+	if prefix == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		prefix = "demo-" + hex.EncodeToString(b[:]) + "-"
+	}
+	feed, err := ddbindex.New[Post](client, models.PostOptions, func(o *ddbindex.Options) {
+		o.TableName = func(declared string) string { return prefix + declared }
 	})
 	if err != nil {
 		return err
@@ -149,6 +170,9 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 		return err
 	}
 	defer func() {
+		if s.keep {
+			return
+		}
 		for _, in := range feed.CreateTableInputs(false) {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}

@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 	ddbtest.Require(t, ddbtest.Streams)
 	ddbtest.Require(t, ddbtest.TTL)
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out, ddbtest.Endpoint()))
+	require.NoError(t, run(context.Background(), &out, ddbtest.Endpoint(), settings{}))
 	s := out.String()
 	t.Log(s)
 

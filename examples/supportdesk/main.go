@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -27,45 +28,66 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/examples/models"
 )
 
-// Ticket is one support ticket.
-type Ticket struct {
-	_ ddbindex.TableSpec `ddbindex:"supportdesk-tickets,pk=PK,sk=SK"`
-	// Switching type=table to type=gsi (and adding pk=/sk= names) is the
-	// whole migration between an index table and a GSI.
-	_ ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+// Ticket is one support ticket. It is declared in package models, with
+// the options the support desk opens its table with, so that the operator
+// command cmd/ddbindex-demo is built from the same declaration:
+//
+//	_ ddbindex.TableSpec `ddbindex:"supportdesk-tickets,pk=PK,sk=SK"`
+//	_ ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+//
+//	Team    string    `dynamodbav:"team"    ddbindex:"pk,label=TEAM;by_status.pk"`
+//	Status  string    `dynamodbav:"status"  ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
+//	ID      string    `dynamodbav:"id"      ddbindex:"sk:1,label=TICKET"`
+//	Opened  time.Time `dynamodbav:"opened"  ddbindex:"by_status.sk:1"`
+//	Title   string    `dynamodbav:"title"`
+//	Version int64     `dynamodbav:"version" ddbindex:"version"`
+type Ticket = models.Ticket
 
-	Team    string    `dynamodbav:"team"    ddbindex:"pk,label=TEAM;by_status.pk"`
-	Status  string    `dynamodbav:"status"  ddbindex:"sk:0,label=STATUS;by_status.sk:0"`
-	ID      string    `dynamodbav:"id"      ddbindex:"sk:1,label=TICKET"`
-	Opened  time.Time `dynamodbav:"opened"  ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
-	Version int64     `dynamodbav:"version" ddbindex:"version"`
+// settings are the command line's.
+type settings struct {
+	// prefix goes before every table name (default: "demo-" and six random
+	// hex digits, so that runs never share tables).
+	prefix string
+	// keep leaves the tables when the demo ends, for the operator command
+	// to look at (make demo).
+	keep bool
+	// cursorOut, when set, names a file the first page's cursor is
+	// written to.
+	cursorOut string
 }
 
 func main() {
+	var s settings
+	flag.StringVar(&s.prefix, "table-prefix", "", "put `PREFIX` before every table name (default: demo- and random hex digits)")
+	flag.BoolVar(&s.keep, "keep", false, "leave the tables when the demo ends")
+	flag.StringVar(&s.cursorOut, "cursor-out", "", "write the first page's cursor to `FILE`")
+	flag.Parse()
 	endpoint := os.Getenv("DDBINDEX_ENDPOINT")
 	if endpoint == "" {
 		endpoint = "http://127.0.0.1:8000"
 	}
-	if err := run(context.Background(), os.Stdout, endpoint); err != nil {
+	if err := run(context.Background(), os.Stdout, endpoint, s); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, w io.Writer, endpoint string) error {
+func run(ctx context.Context, w io.Writer, endpoint string, s settings) error {
 	client := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("demo", "demo", ""),
 	})
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	suffix := "-" + hex.EncodeToString(b[:])
-	tickets, err := ddbindex.New[Ticket](client, func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return s + suffix }
-		o.WriteThrough = true
+	prefix := s.prefix
+	if prefix == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		prefix = "demo-" + hex.EncodeToString(b[:]) + "-"
+	}
+	tickets, err := ddbindex.New[Ticket](client, models.TicketOptions, func(o *ddbindex.Options) {
+		o.TableName = func(declared string) string { return prefix + declared }
 	})
 	if err != nil {
 		return err
@@ -75,6 +97,9 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 		return err
 	}
 	defer func() {
+		if s.keep {
+			return
+		}
 		for _, in := range tickets.CreateTableInputs(false) {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
@@ -141,6 +166,18 @@ func run(ctx context.Context, w io.Writer, endpoint string) error {
 		return err
 	}
 	fmt.Fprintf(w, "== any closed tickets? %t\n", ok)
+	if s.cursorOut != "" {
+		// The first page's cursor, for the operator command to decode
+		// (make demo runs ddbindex-demo cursor inspect on it).
+		page, err := q.Limit(4).Page(ctx)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(s.cursorOut, []byte(page.Cursor+"\n"), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "== wrote the cursor after the first page of open tickets to %s\n", s.cursorOut)
+	}
 	return nil
 }
 

@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -32,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/ddbindex/ddbindex/internal/faults"
 )
@@ -40,6 +43,14 @@ const (
 	// EnvEndpoint names the environment variable holding the endpoint URL,
 	// or "aws" for real DynamoDB.
 	EnvEndpoint = "DDBINDEX_ENDPOINT"
+	// EnvRequestLog names the environment variable holding a file to which
+	// every request of the shared clients appends a line, "SERVICE OPERATION"
+	// (internal/awstest counts them for its cost estimate).
+	EnvRequestLog = "DDBINDEX_REQUEST_LOG"
+	// EnvRunID names the environment variable holding a run's identifier:
+	// Name puts it in every table name, so that internal/awstest can delete
+	// what a run left behind.
+	EnvRunID = "DDBINDEX_RUN_ID"
 	// EnvServer names the environment variable naming the local server
 	// ("dynoxide" or "dynalite"); it is empty for an external endpoint.
 	EnvServer = "DDBINDEX_SERVER"
@@ -78,6 +89,10 @@ var clients = sync.OnceValues(func() (*clientPair, error) {
 	if ep == "" {
 		return nil, fmt.Errorf("%s is not set", EnvEndpoint)
 	}
+	logged, err := requestLog()
+	if err != nil {
+		return nil, err
+	}
 	if ep == AWS {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -90,6 +105,7 @@ var clients = sync.OnceValues(func() (*clientPair, error) {
 		if cfg.Region == "" {
 			cfg.Region = "us-east-1"
 		}
+		cfg.APIOptions = append(cfg.APIOptions, logged...)
 		return &clientPair{dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg)}, nil
 	}
 	creds := credentials.NewStaticCredentialsProvider("test", "test", "")
@@ -100,6 +116,7 @@ var clients = sync.OnceValues(func() (*clientPair, error) {
 			BaseEndpoint:     aws.String(ep),
 			RetryMode:        aws.RetryModeStandard,
 			RetryMaxAttempts: retryMaxAttempts,
+			APIOptions:       logged,
 		}),
 		dynamodbstreams.New(dynamodbstreams.Options{
 			Region:           "us-east-1",
@@ -107,9 +124,32 @@ var clients = sync.OnceValues(func() (*clientPair, error) {
 			BaseEndpoint:     aws.String(ep),
 			RetryMode:        aws.RetryModeStandard,
 			RetryMaxAttempts: retryMaxAttempts,
+			APIOptions:       logged,
 		}),
 	}, nil
 })
+
+// requestLog returns the middleware that appends each request's service
+// and operation to the file EnvRequestLog names; none when it is unset.
+// Lines are written with O_APPEND, one write each, so the test processes
+// of one run can share the file.
+func requestLog() ([]func(*middleware.Stack) error, error) {
+	path := strings.TrimSpace(os.Getenv(EnvRequestLog))
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvRequestLog, err)
+	}
+	mw := middleware.InitializeMiddlewareFunc("ddbtestRequestLog", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		_, _ = f.WriteString(awsmiddleware.GetServiceID(ctx) + " " + awsmiddleware.GetOperationName(ctx) + "\n")
+		return next.HandleInitialize(ctx, in)
+	})
+	return []func(*middleware.Stack) error{func(st *middleware.Stack) error {
+		return st.Initialize.Add(mw, middleware.After)
+	}}, nil
+}
 
 type clientPair struct {
 	db      *dynamodb.Client
@@ -157,7 +197,11 @@ const (
 // random bits. It does not create anything.
 func Name(tb testing.TB, base string) string {
 	tb.Helper()
-	parts := []string{namePrefix + sanitize(tb.Name(), maxTestPart)}
+	head := namePrefix
+	if run := sanitize(os.Getenv(EnvRunID), maxBasePart); run != "" {
+		head += run + "-"
+	}
+	parts := []string{head + sanitize(tb.Name(), maxTestPart)}
 	if b := sanitize(base, maxBasePart); b != "" {
 		parts = append(parts, b)
 	}

@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,12 +52,16 @@ func main() {
 	log := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "withserver: "+format+"\n", args...) }
 
 	server := flag.String("server", "dynoxide", "server to start: dynoxide or dynalite")
+	check := flag.String("check", "", "report whether SERVER can run on this platform, and exit: 0 yes, 3 no build for this platform")
 	root := flag.String("root", "", "directory holding node_modules (default: the enclosing module root)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: withserver -server dynoxide|dynalite [-root DIR] -- CMD ARGS...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *check != "" {
+		os.Exit(checkServer(*check, os.Getenv, runtime.GOOS, runtime.GOARCH, log))
+	}
 	if flag.NArg() == 0 {
 		flag.Usage()
 		os.Exit(2)
@@ -214,7 +219,52 @@ type server struct {
 	exited chan struct{} // closed when cmd has been waited for
 }
 
+// exitNoBuild is -check's exit status for a server with no build for the
+// platform.
+const exitNoBuild = 3
+
+// checkServer is -check: 0 when the server can run here (or nothing will
+// be started, an endpoint being set), exitNoBuild when it has no build for
+// the platform, 2 for an unknown server.
+func checkServer(name string, getenv func(string) string, goos, goarch string, log func(string, ...any)) int {
+	if _, ok := existingEndpoint(getenv); ok {
+		return 0
+	}
+	switch err := platformSupport(name, goos, goarch); {
+	case errors.Is(err, errNoBuild):
+		log("%v: make test runs against dynalite alone", err)
+		return exitNoBuild
+	case err != nil:
+		log("%v", err)
+		return 2
+	}
+	return 0
+}
+
+// errNoBuild: a server with no build for the platform.
+var errNoBuild = errors.New("no build for this platform")
+
+// platformSupport reports whether the server runs on goos/goarch:
+// package.json pins dynoxide's linux-x64 build alone (an optional
+// dependency, so npm ci skips it elsewhere); dynalite runs on Node.js
+// anywhere.
+func platformSupport(name, goos, goarch string) error {
+	switch name {
+	case "dynoxide":
+		if goos != "linux" || goarch != "amd64" {
+			return fmt.Errorf("dynoxide: %w (%s/%s; package.json pins @dynoxide/linux-x64 only)", errNoBuild, goos, goarch)
+		}
+	case "dynalite":
+	default:
+		return fmt.Errorf("unknown server %q (want dynoxide or dynalite)", name)
+	}
+	return nil
+}
+
 func newServer(name, root string) (*server, error) {
+	if err := platformSupport(name, runtime.GOOS, runtime.GOARCH); err != nil {
+		return nil, err
+	}
 	s := &server{name: name, dir: root, grace: stopGrace}
 	switch name {
 	case "dynoxide":

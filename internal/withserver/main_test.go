@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -137,4 +138,37 @@ func liveMembers(t *testing.T, pgid int) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// TestPlatformCheck simulates the platform check: dynoxide has a build for
+// linux/amd64 alone, so elsewhere -check exits 3 and says make test runs
+// against dynalite; dynalite runs anywhere; with an endpoint set nothing is
+// started, so every platform passes.
+func TestPlatformCheck(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		server, goos, goarch string
+		getenv               func(string) string
+		want                 int
+		says                 string
+	}{
+		{"dynoxide", "linux", "amd64", noEnv, 0, ""},
+		{"dynoxide", "darwin", "arm64", noEnv, exitNoBuild, "dynoxide: no build for this platform (darwin/arm64; package.json pins @dynoxide/linux-x64 only): make test runs against dynalite alone"},
+		{"dynoxide", "linux", "arm64", noEnv, exitNoBuild, "linux/arm64"},
+		{"dynoxide", "windows", "amd64", noEnv, exitNoBuild, "windows/amd64"},
+		{"dynalite", "darwin", "arm64", noEnv, 0, ""},
+		{"dynoxide", "darwin", "arm64", func(k string) string {
+			if k == envEndpoint {
+				return "http://localhost:8000"
+			}
+			return ""
+		}, 0, ""},
+		{"dynamodb-local", "linux", "amd64", noEnv, 2, "unknown server"},
+	} {
+		var said strings.Builder
+		got := checkServer(tc.server, tc.getenv, tc.goos, tc.goarch, func(format string, args ...any) { said.WriteString(fmt.Sprintf(format, args...)) })
+		if got != tc.want || !strings.Contains(said.String(), tc.says) || (tc.says == "") != (said.Len() == 0) {
+			t.Errorf("%s on %s/%s: exit %d, said %q; want %d, %q", tc.server, tc.goos, tc.goarch, got, said.String(), tc.want, tc.says)
+		}
+	}
 }

@@ -1,0 +1,273 @@
+package ops_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/ops"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata with what the commands print")
+
+// Ticket keeps its by_status index in two forms, in the middle of a
+// migration from a GSI to an index table (kept from the stream).
+type Ticket struct {
+	_      ddbindex.TableSpec `ddbindex:"tickets"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,keep=table"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Prio   int                `dynamodbav:"prio"   ddbindex:"by_status.sk:1"`
+	Title  string             `dynamodbav:"title"`
+}
+
+// Note has a GSI keyed by its own attributes: tables that every local
+// server can create and check (no stream, no TTL).
+type Note struct {
+	_      ddbindex.TableSpec `ddbindex:"notes"`
+	_      ddbindex.IndexSpec `ddbindex:"by_author,type=gsi"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Author string             `dynamodbav:"author" ddbindex:"by_author.pk"`
+	Title  string             `dynamodbav:"title"  ddbindex:"by_author.sk"`
+}
+
+// tickets are the test's data: three teams, open and closed, priorities
+// 1 to 3.
+func testTickets() []Ticket {
+	var out []Ticket
+	for i := range 12 {
+		status := "open"
+		if i%2 == 1 {
+			status = "closed"
+		}
+		out = append(out, Ticket{ID: fmt.Sprintf("t-%02d", i), Team: fmt.Sprintf("TEAM-%d", i%3+1), Status: status,
+			Prio: i%3 + 1, Title: fmt.Sprintf("ticket %d", i)})
+	}
+	return out
+}
+
+// fixture is one test's tables: every name starts with prefix, and the
+// control table is prefix + "control". Every command it runs gets
+// --table-prefix, and --control-table when control is set.
+type fixture struct {
+	client  *dynamodb.Client
+	prefix  string
+	control string
+	models  []ops.ModelDef
+	// terminal is what RunOptions.Terminal answers.
+	terminal bool
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	c := ddbtest.Client(t)
+	prefix := ddbtest.Name(t, "") + "-"
+	f := &fixture{client: c, prefix: prefix, control: prefix + "control",
+		models: []ops.ModelDef{ops.Model[Ticket](), ops.Model[Note]()}}
+	for _, name := range []string{f.control, prefix + "tickets", prefix + "tickets-by_status", prefix + "notes"} {
+		ddbtest.DeleteOnCleanup(t, c, name)
+	}
+	return f
+}
+
+// result is what one run of the command did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs the command with args and stdin.
+func (f *fixture) run(stdin string, args ...string) result {
+	var out, errOut bytes.Buffer
+	argv := []string{"ddbindex-ops", "--table-prefix", f.prefix}
+	if f.control != "" {
+		argv = append(argv, "--control-table", f.control)
+	}
+	code := ops.Run(context.Background(), append(argv, args...), strings.NewReader(stdin), &out, &errOut, f.models, func(o *ops.RunOptions) {
+		if f.client != nil {
+			o.Client = f.client
+		}
+		o.Terminal = func() bool { return f.terminal }
+	})
+	return result{code, out.String(), errOut.String()}
+}
+
+// golden runs the command and compares its transcript (the command line,
+// the exit code, stdout and stderr, with the random table prefix replaced
+// by "<prefix>") with testdata/NAME.golden.
+func (f *fixture) golden(t *testing.T, name, stdin string, args ...string) result {
+	t.Helper()
+	r := f.run(stdin, args...)
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ ddbindex-ops %s\n", strings.Join(args, " "))
+	if stdin != "" {
+		fmt.Fprintf(&b, "(stdin: %s)\n", strings.TrimSpace(stdin))
+	}
+	fmt.Fprintf(&b, "exit %d\n-- stdout --\n%s-- stderr --\n%s", r.code, r.stdout, r.stderr)
+	got := strings.ReplaceAll(b.String(), f.prefix, "<prefix>")
+	compareGolden(t, name, got)
+	return r
+}
+
+// compareGolden compares got with testdata/NAME.golden, or writes it there
+// with -update.
+func compareGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "no golden file: run go test ./ops -run %s -update against a server", t.Name())
+	require.Equal(t, string(want), got, "the transcript of %s differs from %s (go test -update rewrites it)", name, path)
+}
+
+// ticketTable opens the Ticket tables the commands see.
+func (f *fixture) ticketTable(t *testing.T) *ddbindex.Table[Ticket] {
+	t.Helper()
+	tb, err := ddbindex.New[Ticket](f.client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return f.prefix + s }
+		o.ControlTable = f.control
+	})
+	require.NoError(t, err)
+	return tb
+}
+
+// TestGoldenUsage: the usage, and the exit codes of usage errors, without a
+// server.
+func TestGoldenUsage(t *testing.T) {
+	t.Parallel()
+	// No client and no control table: nothing here sends a request.
+	f := &fixture{prefix: "p-", models: []ops.ModelDef{ops.Model[Ticket](), ops.Model[Note]()}}
+	f.golden(t, "help", "", "help")
+	f.golden(t, "usage-unknown", "", "frobnicate")
+	f.golden(t, "usage-backfill-help", "", "backfill", "-h")
+	f.golden(t, "usage-explain-no-partition", "", "explain", "--index", "by_status")
+	f.golden(t, "usage-explain-bad-value", "", "explain", "--index", "by_status", "--partition", "TEAM-1", "--eq", "open,high")
+	f.golden(t, "usage-no-index", "", "explain", "--index", "by_nothing", "--partition", "x")
+	f.golden(t, "usage-cursor", "", "cursor", "decode", "abc")
+	f.golden(t, "usage-cursor-help", "", "cursor", "-h")
+	f.golden(t, "usage-unknown-model", "", "check", "--model", "Invoice")
+	f.golden(t, "usage-extra-argument", "", "check", "Ticket")
+
+	// --model names a model by its Go type name or its base table; two
+	// models of one type name need the table.
+	r := f.run("", "explain", "--model", "p-tickets", "--index", "by_status", "--partition", "TEAM-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	f.models = append(f.models, ops.Model[Ticket](func(o *ddbindex.Options) { o.TableName = func(s string) string { return "other-" + s } }))
+	r = f.run("", "explain", "--model", "ticket", "--index", "by_status", "--partition", "TEAM-1")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "2 models are named ticket: name one by its base table")
+	r = f.run("", "explain", "--model", "p-other-tickets", "--index", "by_status", "--partition", "TEAM-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Query table p-other-tickets index by_status (gsi)", "the prefix goes before the application's own mapping")
+}
+
+// TestGolden walks every command over one set of tables, as an operator
+// would through a migration step: check, prepare, explain, backfill (and
+// its resumption), verify, route, cursor inspect. Each transcript is a
+// golden file; the same files hold for both local servers. Prepare and
+// check of the Ticket tables, kept from the stream, need a stream and TTL:
+// on a server without them that subtest skips, saying so, and the test
+// makes the tables itself.
+func TestGolden(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+
+	f.golden(t, "check-missing", "", "check")
+	f.golden(t, "prepare-note", "", "prepare", "--model", "Note")
+	f.golden(t, "check-note", "", "check", "--model", "Note")
+	tickets := f.ticketTable(t)
+	prepared := false
+	t.Run("prepare and check Ticket", func(t *testing.T) {
+		ddbtest.Require(t, ddbtest.Streams)
+		ddbtest.Require(t, ddbtest.TTL)
+		f.golden(t, "prepare", "", "prepare")
+		f.golden(t, "prepare-again", "", "prepare")
+		f.golden(t, "check", "", "check")
+		prepared = true
+	})
+	if !prepared {
+		// Without a stream and TTL the Ticket tables cannot pass prepare
+		// or check: the rest needs them all the same (prepare --model Note
+		// made the control table).
+		require.NoError(t, tickets.CreateTables(ctx, f.client, func(o *ddbindex.CreateOptions) { o.NoStream, o.NoTTL = true, true }))
+	}
+
+	for _, tk := range testTickets() {
+		_, err := tickets.Put(ctx, tk)
+		require.NoError(t, err)
+	}
+
+	f.golden(t, "explain", "", "explain", "--index", "by_status", "--partition", "TEAM-1", "--eq", "open", "--limit", "2")
+	f.golden(t, "explain-between", "", "explain", "--model", "Ticket", "--index", "by_status", "--partition", "TEAM-2",
+		"--between", "closed,1", "--between", "open,2", "--desc", "--via", "table")
+
+	// Before the backfill the index table is empty: the forms differ.
+	f.golden(t, "verify-before-backfill", "", "verify", "--index", "by_status", "--partition", "TEAM-1")
+	f.golden(t, "backfill", "", "backfill", "--index", "by_status", "--workers", "2")
+	f.golden(t, "backfill-again", "", "backfill", "--index", "by_status", "--workers", "2")
+	f.golden(t, "backfill-restart", "", "backfill", "--index", "by_status", "--workers", "2", "--restart")
+	f.golden(t, "verify-listed", "TEAM-3\n", "verify", "--model", "Ticket", "--partition", "TEAM-1", "--partitions-from", "-", "--limit", "2")
+	f.golden(t, "verify-sampled", "", "verify", "--model", "Ticket", "--eq", "open")
+
+	// An entry the index table lost (ticket t-01's, of TEAM-2): verify
+	// finds it.
+	entries := ddbtest.Scan(t, f.client, f.prefix+"tickets-by_status")
+	require.Len(t, entries, 12)
+	var lost map[string]types.AttributeValue
+	for _, e := range entries {
+		if id, ok := e["id"].(*types.AttributeValueMemberS); ok && id.Value == "t-01" {
+			lost = e
+		}
+	}
+	require.NotNil(t, lost, "t-01's entry")
+	_, err := f.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.prefix + "tickets-by_status"),
+		Key: map[string]types.AttributeValue{"team": lost["team"], "_sk": lost["_sk"]}})
+	require.NoError(t, err)
+	r := f.run("", "verify", "--index", "by_status", "--partition", "TEAM-2")
+	require.Equal(t, 1, r.code, "verify exits 1 on a mismatch: %s%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, `"equal": false`)
+	f.golden(t, "verify-mismatch", "", "verify", "--index", "by_status", "--partition", "TEAM-1", "--partition", "TEAM-2", "--partition", "TEAM-3")
+
+	// Cursors: one the library minted, checked against queries, and broken
+	// ones.
+	page, err := tickets.Query("by_status", "TEAM-1").Where(ddbindex.Eq("open")).Limit(1).Page(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Cursor)
+	f.golden(t, "cursor-inspect", "", "cursor", "inspect", page.Cursor)
+	f.golden(t, "cursor-inspect-stdin", page.Cursor+"\n", "cursor", "inspect", "--index", "by_status", "--partition", "TEAM-1", "--eq", "open", "-")
+	f.golden(t, "cursor-inspect-other-partition", "", "cursor", "inspect", "--partition", "TEAM-2", "--", page.Cursor)
+	f.golden(t, "cursor-inspect-desc", "", "cursor", "inspect", "--partition", "TEAM-1", "--desc", "--", page.Cursor)
+	f.golden(t, "cursor-inspect-tampered", "", "cursor", "inspect", "--", "B"+page.Cursor[1:])
+	f.golden(t, "cursor-inspect-truncated", "", "cursor", "inspect", "--index", "by_status", "--", page.Cursor[:len(page.Cursor)-4])
+	f.golden(t, "cursor-inspect-garbage", "", "cursor", "inspect", "not*base64")
+	f.golden(t, "explain-after", "", "explain", "--index", "by_status", "--partition", "TEAM-1", "--eq", "open", "--limit", "1", "--after", page.Cursor)
+
+	// Routes.
+	f.golden(t, "route-none", "", "route")
+	f.golden(t, "route-set", "", "route", "set", "--index", "by_status", "--to", "table", "--partition", "TEAM-1", "--percent", "10")
+	f.golden(t, "route-show", "", "route", "show", "--model", "Ticket")
+	f.golden(t, "explain-routed", "", "explain", "--index", "by_status", "--partition", "TEAM-1")
+	f.golden(t, "route-set-lsi", "", "route", "set", "--index", "by_status", "--to", "lsi")
+	f.golden(t, "route-set-all", "", "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
+	routes, err := tickets.Routes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]ddbindex.Route{"by_status": {To: ddbindex.GSI, Percent: 100}}, routes)
+}

@@ -1,0 +1,233 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// ModelDef is one model of the application that the command works on, as
+// [Model] makes it.
+type ModelDef struct{ m model }
+
+// Model registers model T with the command, opened with the application's
+// own options: the same functions the application passes to ddbindex.New
+// (table names, control table, attribute names, cursor keys, write-through),
+// so that the command sees the tables, routes and cursors the application
+// does. The command's --table-prefix puts a prefix before the names they
+// map to, and --control-table replaces Options.ControlTable.
+func Model[T any](optFns ...func(*ddbindex.Options)) ModelDef {
+	return ModelDef{m: &modelOf[T]{optFns: optFns}}
+}
+
+// model is a ModelDef's type-erased side: what the command does with a
+// model without knowing its type.
+type model interface {
+	name() string
+	open(client Client, s *settings) (table, error)
+}
+
+// settings are the command line's options that change how a model's
+// table is opened.
+type settings struct {
+	prefix       string // --table-prefix
+	controlTable string // --control-table
+}
+
+// table is an opened model: the Table's methods the commands use, with the
+// model's type erased.
+type table interface {
+	name() string
+	baseTable() string
+	controlTable() string
+	indexes() []ddbindex.IndexInfo
+	check(ctx context.Context, api ddbindex.SchemaAPI) error
+	prepare(ctx context.Context, api ddbindex.PrepareAPI, optFns ...func(*ddbindex.PrepareOptions)) (ddbindex.PrepareReport, error)
+	backfill(ctx context.Context, api ddbindex.ScanAPI, index string, optFns ...func(*ddbindex.BackfillOptions)) (ddbindex.BackfillStats, error)
+	compare(ctx context.Context, q query) (*ddbindex.Comparison, error)
+	explain(q query) (*ddbindex.Explanation, error)
+	inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error)
+	routes(ctx context.Context) (map[string]ddbindex.Route, error)
+	refreshRoutes(ctx context.Context) error
+	setRoute(ctx context.Context, index string, r ddbindex.Route) error
+	sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
+}
+
+// query is a Query's settings, as the command line gives them.
+type query struct {
+	index     string
+	partition []any
+	cond      ddbindex.SortCondition
+	desc      bool
+	limit     int
+	after     string
+	via       ddbindex.Kind
+	hasVia    bool
+}
+
+type modelOf[T any] struct {
+	optFns []func(*ddbindex.Options)
+}
+
+func (m *modelOf[T]) name() string { return reflect.TypeFor[T]().Name() }
+
+func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
+	fns := append(slices.Clone(m.optFns), func(o *ddbindex.Options) {
+		if s.prefix != "" {
+			mapped := o.TableName
+			o.TableName = func(declared string) string {
+				if mapped != nil {
+					declared = mapped(declared)
+				}
+				return s.prefix + declared
+			}
+		}
+		if s.controlTable != "" {
+			o.ControlTable = s.controlTable
+		}
+	})
+	var o ddbindex.Options
+	for _, fn := range fns {
+		fn(&o)
+	}
+	t, err := ddbindex.New[T](client, fns...)
+	if err != nil {
+		return nil, err
+	}
+	return &tableOf[T]{t: t, control: o.ControlTable}, nil
+}
+
+type tableOf[T any] struct {
+	t       *ddbindex.Table[T]
+	control string
+}
+
+func (x *tableOf[T]) name() string                  { return reflect.TypeFor[T]().Name() }
+func (x *tableOf[T]) baseTable() string             { return x.t.TableName() }
+func (x *tableOf[T]) controlTable() string          { return x.control }
+func (x *tableOf[T]) indexes() []ddbindex.IndexInfo { return x.t.Indexes() }
+
+func (x *tableOf[T]) check(ctx context.Context, api ddbindex.SchemaAPI) error {
+	return x.t.CheckSchema(ctx, api)
+}
+
+func (x *tableOf[T]) prepare(ctx context.Context, api ddbindex.PrepareAPI, optFns ...func(*ddbindex.PrepareOptions)) (ddbindex.PrepareReport, error) {
+	return x.t.Prepare(ctx, api, optFns...)
+}
+
+func (x *tableOf[T]) backfill(ctx context.Context, api ddbindex.ScanAPI, index string, optFns ...func(*ddbindex.BackfillOptions)) (ddbindex.BackfillStats, error) {
+	return x.t.Backfill(ctx, api, index, optFns...)
+}
+
+func (x *tableOf[T]) query(q query) ddbindex.Query[T] {
+	out := x.t.Query(q.index, q.partition...).Where(q.cond).Limit(q.limit).After(q.after)
+	if q.desc {
+		out = out.Desc()
+	}
+	if q.hasVia {
+		out = out.Via(q.via)
+	}
+	return out
+}
+
+func (x *tableOf[T]) compare(ctx context.Context, q query) (*ddbindex.Comparison, error) {
+	return x.query(q).Compare(ctx, "")
+}
+
+func (x *tableOf[T]) explain(q query) (*ddbindex.Explanation, error) { return x.query(q).Explain() }
+
+func (x *tableOf[T]) inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error) {
+	return x.t.InspectCursor(index, cursor)
+}
+
+func (x *tableOf[T]) routes(ctx context.Context) (map[string]ddbindex.Route, error) {
+	return x.t.Routes(ctx)
+}
+
+func (x *tableOf[T]) refreshRoutes(ctx context.Context) error { return x.t.RefreshRoutes(ctx) }
+
+func (x *tableOf[T]) setRoute(ctx context.Context, index string, r ddbindex.Route) error {
+	return x.t.SetRoute(ctx, index, r)
+}
+
+// sample scans the base table, at most maxScan items, for up to n distinct
+// partitions of index ix, and returns their component values in key order
+// with the number of items scanned. Items without the partition's
+// attributes (not in the index) are passed over.
+func (x *tableOf[T]) sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error) {
+	type found struct {
+		key    string
+		values []any
+	}
+	var parts []found
+	seen := map[string]bool{}
+	in := &dynamodb.ScanInput{TableName: aws.String(x.t.TableName())}
+	scanned := 0
+	for scanned < maxScan && len(parts) < n {
+		in.Limit = aws.Int32(int32(min(100, maxScan-scanned)))
+		out, err := api.Scan(ctx, in)
+		if err != nil {
+			return nil, scanned, fmt.Errorf("sampling partitions of %s: %w", x.t.TableName(), err)
+		}
+		for _, item := range out.Items {
+			scanned++
+			var v T
+			if err := attributevalue.UnmarshalMap(item, &v); err != nil {
+				return nil, scanned, fmt.Errorf("sampling partitions of %s: an item does not unmarshal into %s: %w", x.t.TableName(), x.name(), err)
+			}
+			values, ok := partitionOf(reflect.ValueOf(&v).Elem(), item, ix)
+			if !ok {
+				continue
+			}
+			key, err := ddbindex.EncodeKey(values...)
+			if err != nil || seen[key] || len(parts) == n {
+				continue
+			}
+			seen[key] = true
+			parts = append(parts, found{key, values})
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	slices.SortFunc(parts, func(a, b found) int { return strings.Compare(a.key, b.key) })
+	values := make([][]any, len(parts))
+	for i, p := range parts {
+		values[i] = p.values
+	}
+	return values, scanned, nil
+}
+
+// partitionOf reads the values of ix's partition components from an item
+// (v, unmarshaled from the stored attributes item); ok is false when the
+// item lacks one.
+func partitionOf(v reflect.Value, item map[string]types.AttributeValue, ix ddbindex.IndexInfo) ([]any, bool) {
+	values := make([]any, len(ix.Partition))
+	for i, c := range ix.Partition {
+		if _, ok := item[c.Attr]; !ok {
+			return nil, false
+		}
+		f, err := v.FieldByIndexErr(c.FieldIndex)
+		if err != nil {
+			return nil, false
+		}
+		for f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				return nil, false
+			}
+			f = f.Elem()
+		}
+		values[i] = f.Interface()
+	}
+	return values, true
+}

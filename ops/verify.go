@@ -1,0 +1,179 @@
+package ops
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// This file holds the verify command: the offline comparison of the two
+// forms of an index that a migration keeps (Query.Compare), over listed or
+// sampled partitions.
+
+// verifyReport is verify's JSON report.
+type verifyReport struct {
+	Model string `json:"model"`
+	// Indexes are the indexes compared, each over its partitions.
+	Indexes []verifyIndex `json:"indexes"`
+	// Compared counts the partitions compared, over every index;
+	// Mismatched those whose forms differ.
+	Compared   int  `json:"compared"`
+	Mismatched int  `json:"mismatched"`
+	Equal      bool `json:"equal"`
+}
+
+type verifyIndex struct {
+	Index string `json:"index"`
+	// Forms are the forms compared: the declared type, then the kept one.
+	Forms []string `json:"forms"`
+	// Sampled is true when the partitions come from a scan of the base
+	// table (Scanned items) rather than the command line.
+	Sampled    bool              `json:"sampled"`
+	Scanned    int               `json:"scanned,omitempty"`
+	Partitions []verifyPartition `json:"partitions"`
+}
+
+type verifyPartition struct {
+	Partition string `json:"partition"`
+	// Pages and Items are the pages compared and the items read through
+	// the declared form.
+	Pages       int      `json:"pages"`
+	Items       int      `json:"items"`
+	Equal       bool     `json:"equal"`
+	Differences []string `json:"differences,omitempty"`
+}
+
+func runVerify(e *env, args []string) error {
+	fs := e.commandFlags("verify", "")
+	var qf queryFlags
+	qf.register(fs.FlagSet, "a partition to compare (a `TUPLE`); give it once per partition")
+	from := fs.String("partitions-from", "", "read partitions to compare from `FILE`, one tuple a line (- for stdin)")
+	sample := fs.Int("sample", 20, "without listed partitions, compare up to `N` partitions sampled from the base table")
+	scanMax := fs.Int("scan-max", 10000, "read at most `N` base items to sample partitions from")
+	if err := e.parse(fs, args, "verify"); err != nil {
+		return err
+	}
+	if err := noArgs("verify", fs); err != nil {
+		return err
+	}
+	if *sample < 1 || *scanMax < 1 || qf.limit < 0 {
+		return usageErr("verify", "--sample and --scan-max must be 1 or more, --limit 0 or more")
+	}
+	indexSet := false
+	fs.Visit(func(f *flag.Flag) { indexSet = indexSet || f.Name == "index" })
+
+	// The indexes: --index, else every index that keeps two forms.
+	var t table
+	var ixs []ddbindex.IndexInfo
+	if indexSet {
+		var ix ddbindex.IndexInfo
+		var err error
+		if t, ix, err = e.withIndex("verify", qf.index); err != nil {
+			return err
+		}
+		if len(ix.Forms) < 2 {
+			return usageErr("verify", "%s of %s keeps one form (%s); verify compares the two forms of an index declared with keep=", indexName(ix.Name), t.name(), ix.Forms[0].Kind)
+		}
+		ixs = append(ixs, ix)
+	} else {
+		ts, err := e.selected("verify")
+		if err != nil {
+			return err
+		}
+		if len(ts) > 1 {
+			return usageErr("verify", "name the model with --model (%s), or the index with --index", modelNames(ts))
+		}
+		t = ts[0]
+		for _, ix := range t.indexes() {
+			if len(ix.Forms) == 2 {
+				ixs = append(ixs, ix)
+			}
+		}
+		if len(ixs) == 0 {
+			return usageErr("verify", "no index of %s keeps two forms (declare keep= during a migration); name one with --index", t.name())
+		}
+	}
+
+	lines := []string(qf.partitions)
+	if *from != "" {
+		more, err := e.readLines(*from)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, more...)
+	}
+	rep := verifyReport{Model: t.name()}
+	for _, ix := range ixs {
+		cond, err := qf.condition(ix)
+		if err != nil {
+			return usageErr("verify", "%v", err)
+		}
+		vi := verifyIndex{Index: ix.Name, Forms: []string{ix.Forms[0].Kind.String(), ix.Forms[1].Kind.String()}, Partitions: []verifyPartition{}}
+		var parts [][]any
+		if len(lines) > 0 {
+			for _, l := range lines {
+				p, err := partition(l, ix)
+				if err != nil {
+					return usageErr("verify", "%v", err)
+				}
+				parts = append(parts, p)
+			}
+		} else {
+			vi.Sampled = true
+			if parts, vi.Scanned, err = t.sample(e.ctx, e.api(), ix, *sample, *scanMax); err != nil {
+				return err
+			}
+		}
+		for _, p := range parts {
+			q := query{index: ix.Name, partition: p, cond: cond, desc: qf.desc, limit: qf.limit}
+			c, err := t.compare(e.ctx, q)
+			if err != nil {
+				return fmt.Errorf("comparing %s %s, %s: %w", t.name(), indexName(ix.Name), q.describe(), err)
+			}
+			vp := verifyPartition{Partition: formatTuple(p), Pages: c.Pages, Items: c.Items, Equal: c.Equal(), Differences: c.Differences}
+			rep.Compared++
+			if !vp.Equal {
+				rep.Mismatched++
+			}
+			vi.Partitions = append(vi.Partitions, vp)
+		}
+		rep.Indexes = append(rep.Indexes, vi)
+	}
+	rep.Equal = rep.Mismatched == 0
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return err
+	}
+	if !rep.Equal {
+		return problem("%d of %d partitions differ between the forms", rep.Mismatched, rep.Compared)
+	}
+	return nil
+}
+
+// readLines reads the non-blank lines of a file, or of stdin for "-".
+func (e *env) readLines(path string) ([]string, error) {
+	var r io.Reader = e.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}

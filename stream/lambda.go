@@ -1,0 +1,335 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
+)
+
+// This file holds LambdaHandler, the body of an AWS Lambda function that a
+// DynamoDB Streams event source mapping invokes: it applies a batch and
+// reports, with ReportBatchItemFailures, the records Lambda must retry.
+
+// LambdaOptions configure a [LambdaHandler]; pass functions that set them to
+// [NewLambdaHandler]. The zero value of each field means its default.
+type LambdaOptions struct {
+	// Workers is how many records are applied at once: the records of one
+	// base item (the same Keys) in stream order, on one worker; different
+	// items' in parallel. Default 16; 1 applies the batch in order.
+	Workers int
+	// Retry bounds the retries of each record's index writes (one
+	// [ddbindex.Table.Apply], operation "Apply" for OnRetry) that fail with
+	// a transient error. A record whose retries run out is reported to
+	// Lambda, which retries it with the rest of the batch after it.
+	Retry ddbindex.RetryOptions
+	// OnPoison decides what happens to a poison record (see
+	// ConsumerOptions.OnPoison; PoisonRecord.ShardID is "", as Lambda events
+	// do not name their shard, and StreamARN is the record's
+	// eventSourceARN). Without it, the record is reported as failed: Lambda
+	// retries it up to the event source mapping's MaximumRetryAttempts,
+	// then sends a description of the batch to its on-failure destination
+	// and goes on. With it, the handler calls it (one call at a time); nil
+	// skips the record (ApplyStats.Skipped), an error reports it as failed.
+	OnPoison func(ctx context.Context, r PoisonRecord) error
+	// OnBatch, when set, is called by Handle with what each event came to
+	// (for logs and metrics).
+	OnBatch func(ctx context.Context, r BatchResult)
+	// StopBefore is how long before the invocation's deadline (its
+	// context's) the handler stops applying records, so that it answers
+	// before Lambda ends the invocation; the records not applied by then are
+	// reported as failed. Default 2 s.
+	StopBefore time.Duration
+	// ClientOptions are applied to every DynamoDB request of the index
+	// writes, as the SDK's own per-call options.
+	ClientOptions []func(*dynamodb.Options)
+}
+
+const defaultStopBefore = 2 * time.Second
+
+// BatchResult is what a [LambdaHandler] did with one event.
+type BatchResult struct {
+	// Response is the answer to Lambda: the sequence number of the first
+	// record that was not applied, and of every record after it, in
+	// BatchItemFailures; none when every record was applied.
+	Response events.DynamoDBEventResponse
+	// Records is the number of records in the event; Failed the number
+	// reported in Response.
+	Records, Failed int
+	// Stats counts the writes made, those of the records after the first
+	// failure included (they are reported all the same, and count as
+	// Stale when Lambda delivers them again).
+	Stats ddbindex.ApplyStats
+	// Err is why the first record reported was not applied; nil when none
+	// was reported.
+	Err error
+}
+
+// LambdaHandler applies the batches of a DynamoDB Streams event source
+// mapping to a Table's index tables. Its Handle is the function to pass to
+// aws-lambda-go's lambda.Start; configure the event source mapping with
+// FunctionResponseTypes [ReportBatchItemFailures] (examples/lambda has a
+// template).
+//
+// It never acknowledges a record it did not apply: the records of a batch
+// come from one shard, in order, and with ReportBatchItemFailures Lambda
+// takes the lowest sequence number reported as the batch's checkpoint and
+// retries every record from it on, so Handle reports the first record that
+// was not applied and every record after it. Records before it were
+// applied; records after it may have been (items are applied in
+// parallel), and their second delivery counts as Stale. (AWS Lambda
+// Developer Guide, "Configuring partial batch response with DynamoDB and
+// Lambda": "If the batchItemFailures array contains multiple items, Lambda
+// uses the record with the lowest sequence number as the checkpoint. Lambda
+// then retries all records starting from that checkpoint.")
+//
+// Its methods are safe for concurrent use.
+type LambdaHandler[T any] struct {
+	c    *Consumer[T] // applies records: its Table, Retry, OnPoison, ClientOptions
+	opts LambdaOptions
+}
+
+// NewLambdaHandler returns a handler that applies stream records to t's
+// index tables. Each optFn sets options (see [LambdaOptions]), in order.
+func NewLambdaHandler[T any](t *ddbindex.Table[T], optFns ...func(*LambdaOptions)) *LambdaHandler[T] {
+	var opts LambdaOptions
+	for _, fn := range optFns {
+		if fn != nil {
+			fn(&opts)
+		}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = defaultWorkers
+	}
+	if opts.StopBefore <= 0 {
+		opts.StopBefore = defaultStopBefore
+	}
+	r := retry.Options(opts.Retry).WithDefaults()
+	opts.Retry = ddbindex.RetryOptions(r)
+	c := &Consumer[T]{t: t, retry: r, opts: ConsumerOptions{Retry: opts.Retry, OnPoison: opts.OnPoison, ClientOptions: opts.ClientOptions}}
+	return &LambdaHandler[T]{c: c, opts: opts}
+}
+
+// Handle applies one event and answers Lambda: the records to retry in
+// BatchItemFailures, and a nil error, so that Lambda keeps the batch's
+// progress. It returns an error only when the batch cannot be reported
+// record by record (a nil handler or Table; a record without a sequence
+// number that was not applied), and Lambda then retries the whole batch.
+func (h *LambdaHandler[T]) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	r, err := h.Apply(ctx, ev)
+	if h != nil && h.opts.OnBatch != nil {
+		h.opts.OnBatch(ctx, r)
+	}
+	return r.Response, err
+}
+
+// Apply applies one event's records, as Handle does, and returns what it
+// did.
+func (h *LambdaHandler[T]) Apply(ctx context.Context, ev events.DynamoDBEvent) (BatchResult, error) {
+	n := len(ev.Records)
+	res := BatchResult{Records: n}
+	if h == nil || h.c == nil || h.c.t == nil {
+		res.Err = errNilTable
+		return res, errNilTable
+	}
+	recs := make([]streamtypes.Record, n)
+	bad := make([]error, n)
+	for i, r := range ev.Records {
+		recs[i], bad[i] = recordFromLambda(r)
+	}
+	actx := ctx
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, d.Add(-h.opts.StopBefore))
+		defer cancel()
+	}
+
+	// stop is the index of the first record known to have failed (n:
+	// none): records after it are not started.
+	var stop atomic.Int64
+	stop.Store(int64(n))
+	lower := func(i int64) {
+		for {
+			cur := stop.Load()
+			if i >= cur || stop.CompareAndSwap(cur, i) {
+				return
+			}
+		}
+	}
+	var items [][]int
+	if h.opts.Workers == 1 {
+		items = make([][]int, n)
+		for i := range items {
+			items[i] = []int{i}
+		}
+	} else {
+		items = groupByItem(recs)
+	}
+	jobs := make(chan []int, len(items))
+	for _, item := range items {
+		jobs <- item
+	}
+	close(jobs)
+	results := make([]recordResult, n) // each written by the one worker of its item
+	var wg sync.WaitGroup
+	for range min(h.opts.Workers, len(items)) {
+		wg.Go(func() {
+			for item := range jobs {
+				for _, i := range item {
+					if int64(i) > stop.Load() {
+						results[i] = recordResult{i: i, stopped: true}
+						continue
+					}
+					arn := ev.Records[i].EventSourceArn
+					var st ddbindex.ApplyStats
+					var err error
+					if bad[i] != nil {
+						st, err = h.c.poison(actx, arn, "", recs[i], bad[i], st)
+					} else {
+						st, err = h.c.applyRecord(actx, arn, "", recs[i])
+					}
+					if err != nil {
+						lower(int64(i))
+					}
+					results[i] = recordResult{i: i, st: st, err: err}
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	failedAt := n
+	for i, r := range results {
+		addStats(&res.Stats, r.st)
+		if failedAt == n && (r.err != nil || r.stopped) {
+			failedAt, res.Err = i, r.err
+		}
+	}
+	if failedAt == n {
+		return res, nil
+	}
+	if res.Err == nil {
+		// A record is left out only after an earlier one failed, so the
+		// first one not applied has its error; this keeps Err set should
+		// that ever change.
+		res.Err = fmt.Errorf("%w: stream: record %d of the batch was not applied", ddbindex.ErrInvalidWrite, failedAt)
+	}
+	if ev.Records[failedAt].Change.SequenceNumber == "" {
+		// Lambda cannot be told which record to retry (an empty
+		// itemIdentifier fails the whole batch anyway): fail the batch.
+		return res, res.Err
+	}
+	for _, r := range ev.Records[failedAt:] {
+		// A later record without a sequence number is retried all the same:
+		// Lambda retries everything from the first one reported.
+		if seq := r.Change.SequenceNumber; seq != "" {
+			res.Response.BatchItemFailures = append(res.Response.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
+		}
+	}
+	res.Failed = n - failedAt
+	return res, nil
+}
+
+// recordFromLambda converts a Lambda event record into a DynamoDB Streams
+// record; a record that cannot be converted (an attribute value of no known
+// type) is an error matching ddbindex.ErrStreamRecord, with as much of the
+// record as was converted.
+func recordFromLambda(r events.DynamoDBEventRecord) (out streamtypes.Record, err error) {
+	out = streamtypes.Record{
+		AwsRegion:    aws.String(r.AWSRegion),
+		EventID:      aws.String(r.EventID),
+		EventName:    streamtypes.OperationType(r.EventName),
+		EventSource:  aws.String(r.EventSource),
+		EventVersion: aws.String(r.EventVersion),
+	}
+	sr := &streamtypes.StreamRecord{
+		StreamViewType: streamtypes.StreamViewType(r.Change.StreamViewType),
+		SizeBytes:      aws.Int64(r.Change.SizeBytes),
+	}
+	if seq := r.Change.SequenceNumber; seq != "" {
+		sr.SequenceNumber = aws.String(seq)
+	}
+	if at := r.Change.ApproximateCreationDateTime.Time; !at.IsZero() {
+		sr.ApproximateCreationDateTime = aws.Time(at)
+	}
+	out.Dynamodb = sr
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: record %s: invalid Lambda attribute value: %v", ddbindex.ErrStreamRecord, r.Change.SequenceNumber, p)
+		}
+	}()
+	for _, part := range []struct {
+		name string
+		from map[string]events.DynamoDBAttributeValue
+		to   *map[string]streamtypes.AttributeValue
+	}{{"keys", r.Change.Keys, &sr.Keys}, {"old image", r.Change.OldImage, &sr.OldImage}, {"new image", r.Change.NewImage, &sr.NewImage}} {
+		m, err := streamImageFromLambda(part.from)
+		if err != nil {
+			return out, fmt.Errorf("%w: record %s: %s: %w", ddbindex.ErrStreamRecord, r.Change.SequenceNumber, part.name, err)
+		}
+		*part.to = m
+	}
+	return out, nil
+}
+
+func streamImageFromLambda(img map[string]events.DynamoDBAttributeValue) (map[string]streamtypes.AttributeValue, error) {
+	if img == nil {
+		return nil, nil
+	}
+	out := make(map[string]streamtypes.AttributeValue, len(img))
+	for k, v := range img {
+		av, err := streamAVFromLambda(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", k, err)
+		}
+		out[k] = av
+	}
+	return out, nil
+}
+
+func streamAVFromLambda(v events.DynamoDBAttributeValue) (streamtypes.AttributeValue, error) {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &streamtypes.AttributeValueMemberS{Value: v.String()}, nil
+	case events.DataTypeNumber:
+		return &streamtypes.AttributeValueMemberN{Value: v.Number()}, nil
+	case events.DataTypeBinary:
+		return &streamtypes.AttributeValueMemberB{Value: v.Binary()}, nil
+	case events.DataTypeBoolean:
+		return &streamtypes.AttributeValueMemberBOOL{Value: v.Boolean()}, nil
+	case events.DataTypeNull:
+		return &streamtypes.AttributeValueMemberNULL{Value: true}, nil
+	case events.DataTypeStringSet:
+		return &streamtypes.AttributeValueMemberSS{Value: v.StringSet()}, nil
+	case events.DataTypeNumberSet:
+		return &streamtypes.AttributeValueMemberNS{Value: v.NumberSet()}, nil
+	case events.DataTypeBinarySet:
+		return &streamtypes.AttributeValueMemberBS{Value: v.BinarySet()}, nil
+	case events.DataTypeList:
+		l := make([]streamtypes.AttributeValue, len(v.List()))
+		for i, e := range v.List() {
+			av, err := streamAVFromLambda(e)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = av
+		}
+		return &streamtypes.AttributeValueMemberL{Value: l}, nil
+	case events.DataTypeMap:
+		m, err := streamImageFromLambda(v.Map())
+		if err != nil {
+			return nil, err
+		}
+		return &streamtypes.AttributeValueMemberM{Value: m}, nil
+	}
+	return nil, fmt.Errorf("unsupported Lambda attribute value type %d", v.DataType())
+}
