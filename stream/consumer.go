@@ -836,7 +836,19 @@ func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r stre
 	if isPoison(err) {
 		return c.poison(ctx, arn, shard, r, err, st)
 	}
-	return st, fmt.Errorf("ddbindex: apply stream record %s of shard %s: %w", ch.Version, shard, err)
+	return st, fmt.Errorf("ddbindex: apply stream record %s %s: %w", ch.Version, recordSource(arn, shard), err)
+}
+
+// recordSource names where a record came from in a message: its shard, or,
+// for a Lambda event (which does not name the shard), its stream.
+func recordSource(arn, shard string) string {
+	switch {
+	case shard != "":
+		return "of shard " + shard
+	case arn != "":
+		return "of stream " + arn
+	}
+	return "of an unnamed stream"
 }
 
 // isPoison reports whether applying a record failed in a way no retry can

@@ -128,10 +128,16 @@ func createdAt(r streamtypes.Record) time.Time {
 
 // startPoll starts the span of a pass; nil when it does not record.
 func (tel *telemetry) startPoll(ctx context.Context) (context.Context, trace.Span) {
+	return tel.startSpan(ctx, "ddbindex.stream.Poll")
+}
+
+// startSpan starts a consumer span named name (a pass, or a Lambda event);
+// nil when it does not record.
+func (tel *telemetry) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 	if tel == nil || tel.tracer == nil {
 		return ctx, nil
 	}
-	ctx, span := tel.tracer.Start(ctx, "ddbindex.stream.Poll", trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := tel.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindConsumer))
 	if !span.IsRecording() {
 		return ctx, nil
 	}

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -122,4 +124,83 @@ func isChildOf(s sdktrace.ReadOnlySpan, spans []sdktrace.ReadOnlySpan) bool {
 		}
 	}
 	return false
+}
+
+// The Lambda handler measures records as the consumer does, and traces each
+// event with one span whose children are its records' Apply spans. A poison
+// record fails its event's span and counts as failed; the records after it,
+// not tried, count as nothing until Lambda delivers them again.
+func TestLambdaHandlerTelemetry(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h := oteltest.New(t)
+	tb, _ := newTestTable[stTicket](t, stFixedNow, func(o *ddbindex.Options) { o.MeterProvider, o.TracerProvider = h.MeterProvider, h.TracerProvider })
+	fs := newFSStream(tb)
+	fs.shard("s0", "")
+	live := map[int]*stTicket{}
+	lsWork(t, fs, "s0", 0, 0, live)
+	keys := fs.find("s0").recs[0].Dynamodb.Keys
+	fs.addRaw("s0", streamtypes.Record{EventName: streamtypes.OperationTypeRemove, Dynamodb: &streamtypes.StreamRecord{
+		Keys: keys, StreamViewType: streamtypes.StreamViewTypeNewAndOldImages,
+	}}) // a REMOVE without its old image: poison
+	lsWork(t, fs, "s0", 0, 1, live)
+	fs.mu.Lock()
+	recs := append([]streamtypes.Record(nil), fs.find("s0").recs...)
+	fs.mu.Unlock()
+	const k = 5 // the poison record's place: after one round of 5 records
+	n := len(recs)
+	ev := lmEvent(t, recs)
+	base := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for i := range ev.Records {
+		ev.Records[i].Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: base.Add(time.Duration(i) * time.Second)}
+	}
+	now := base.Add(time.Hour)
+	opts := func(skip bool) func(*LambdaOptions) {
+		return func(o *LambdaOptions) {
+			o.Workers, o.Retry, o.Now = 1, fast, func() time.Time { return now }
+			o.MeterProvider, o.TracerProvider = h.MeterProvider, h.TracerProvider
+			if skip {
+				o.OnPoison = func(context.Context, PoisonRecord) error { return nil }
+			}
+		}
+	}
+
+	r, err := NewLambdaHandler(tb, opts(false)).Apply(ctx, ev)
+	require.NoError(t, err)
+	require.Equal(t, lmSeqs(ev)[k:], lmReported(r.Response))
+	require.ErrorIs(t, r.Err, ddbindex.ErrPoisonRecord)
+	assert.Contains(t, r.Err.Error(), "of stream "+lmARN, "a Lambda record's error names its stream, as it has no shard")
+	r2, err := NewLambdaHandler(tb, opts(true)).Apply(ctx, lmRedeliver(t, ev, r.Response))
+	require.NoError(t, err)
+	require.Empty(t, r2.Response.BatchItemFailures)
+
+	m := h.Metrics(t)
+	outcome := func(o string) float64 {
+		return m.Sum("ddbindex.stream.records", attribute.String("ddbindex.table", tb.TableName()), attribute.String("ddbindex.stream.outcome", o))
+	}
+	assert.Equal(t, float64(n-1), outcome("applied"))
+	assert.Equal(t, float64(1), outcome("failed"))
+	assert.Equal(t, float64(1), outcome("skipped"))
+	assert.Equal(t, float64(0), outcome("stale"))
+	count, sum := m.Hist("ddbindex.stream.lag", attribute.String("ddbindex.table", tb.TableName()))
+	assert.Equal(t, uint64(n-1), count)
+	var want float64
+	for i := range n {
+		if i != k {
+			want += now.Sub(base.Add(time.Duration(i) * time.Second)).Seconds()
+		}
+	}
+	assert.InDelta(t, want, sum, 1e-9)
+
+	batches := h.Spans("ddbindex.stream.Batch")
+	require.Len(t, batches, 2)
+	assert.Equal(t, codes.Error, batches[0].Status().Code, "the first event stopped on the poison record")
+	assert.Equal(t, codes.Unset, batches[1].Status().Code)
+	arn, _ := oteltest.Attr(batches[0], "aws.dynamodb.stream_arn")
+	assert.Equal(t, lmARN, arn.AsString())
+	applies := h.Spans("ddbindex.Apply")
+	require.Len(t, applies, n-1, "the records applied, not the poison record (it never reaches Apply)")
+	for _, a := range applies {
+		assert.True(t, isChildOf(a, batches), "each Apply span is a child of its event's span")
+	}
 }
