@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // This file holds the read-path benchmarks of issue 3 and the property test
@@ -338,6 +340,81 @@ func BenchmarkQueryOverhead(b *testing.B) {
 			b.Fatalf("%d items, cursor %q", len(page.Items), page.Cursor)
 		}
 	}
+}
+
+// BenchmarkQueryOverheadTelemetry measures benchLibraryQuery with the
+// OpenTelemetry SDK's providers recording every metric and sampling every
+// span (exporting nothing): the cost of the instrumentation when it is on.
+func BenchmarkQueryOverheadTelemetry(b *testing.B) {
+	client, _ := benchCannedServer(b)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	t, err := New[benchGSIItem](client, func(o *Options) { o.MeterProvider, o.TracerProvider = mp, tp })
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	defer benchCPUStart(b)()
+	for b.Loop() {
+		page, err := benchLibraryQuery(ctx, t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Items) != benchCannedItems || page.Cursor != "" {
+			b.Fatalf("%d items, cursor %q", len(page.Items), page.Cursor)
+		}
+	}
+}
+
+// BenchmarkQueryOverheadRatio measures, in one run, the bare SDK's query
+// (benchRawQuery) and the library's (benchLibraryQuery) with no telemetry
+// provider set and with the OpenTelemetry SDK's providers recording, one of
+// each per iteration in turn, so that the machine's load weighs on all
+// three alike. It reports each library form's time over the raw query's:
+// x-raw (target: at most 1.08) and x-raw-otel (the instrumentation on).
+func BenchmarkQueryOverheadRatio(b *testing.B) {
+	client, _ := benchCannedServer(b)
+	plain, err := New[benchGSIItem](client)
+	require.NoError(b, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	traced, err := New[benchGSIItem](client, func(o *Options) { o.MeterProvider, o.TracerProvider = mp, tp })
+	require.NoError(b, err)
+	ctx := context.Background()
+	var raw, lib, withOTel time.Duration
+	lap := func(d *time.Duration, start time.Time) time.Time {
+		now := time.Now()
+		*d += now.Sub(start)
+		return now
+	}
+	for b.Loop() {
+		t0 := time.Now()
+		items, err := benchRawQuery(ctx, client)
+		if err != nil || len(items) != benchCannedItems {
+			b.Fatalf("raw: %d items, %v", len(items), err)
+		}
+		t0 = lap(&raw, t0)
+		for _, tc := range []struct {
+			t *Table[benchGSIItem]
+			d *time.Duration
+		}{{plain, &lib}, {traced, &withOTel}} {
+			page, err := benchLibraryQuery(ctx, tc.t)
+			if err != nil || len(page.Items) != benchCannedItems || page.Cursor != "" {
+				b.Fatalf("library: %v", err)
+			}
+			t0 = lap(tc.d, t0)
+		}
+	}
+	b.ReportMetric(lib.Seconds()/raw.Seconds(), "x-raw")
+	b.ReportMetric(withOTel.Seconds()/raw.Seconds(), "x-raw-otel")
+	b.ReportMetric(0, "ns/op") // the iteration runs three queries: the ratios are the result
 }
 
 // ---- Page fill: against the local server --------------------------------------

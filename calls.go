@@ -2,6 +2,8 @@ package ddbindex
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -35,39 +37,133 @@ func batchTable(in *dynamodb.BatchGetItemInput) *string {
 	return nil
 }
 
+// Each method records its request in the call state ctx carries, if any
+// (telemetry.go); to count capacity it asks for it on a copy of the input,
+// when the input asks for none.
+
 func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	out, err := w.c.Query(ctx, in, optFns...)
+	if c := callFrom(ctx); c != nil {
+		c.queried(ctx, in, out, err)
+	}
 	return out, callErr("Query", in.TableName, in.IndexName, err)
 }
 
 func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c := callFrom(ctx)
+	if rcc, ok := c.readCapacity(in.ReturnConsumedCapacity); ok {
+		cp := *in
+		cp.ReturnConsumedCapacity, in = rcc, &cp
+	}
 	out, err := w.c.GetItem(ctx, in, optFns...)
+	if c != nil {
+		c.single(ctx, apiGetItem, in.TableName, consumed(out, func(o *dynamodb.GetItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
+	}
 	return out, callErr("GetItem", in.TableName, nil, err)
 }
 
 func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c := callFrom(ctx)
+	if rcc, ok := c.readCapacity(in.ReturnConsumedCapacity); ok {
+		cp := *in
+		cp.ReturnConsumedCapacity, in = rcc, &cp
+	}
 	out, err := w.c.BatchGetItem(ctx, in, optFns...)
+	if c != nil {
+		var ccs []types.ConsumedCapacity
+		if out != nil {
+			ccs = out.ConsumedCapacity
+		}
+		c.multi(ctx, apiBatchGetItem, func() []string { return slices.Sorted(maps.Keys(in.RequestItems)) }, ccs, err)
+	}
 	return out, callErr("BatchGetItem", batchTable(in), nil, err)
 }
 
 func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c := callFrom(ctx)
+	if rcc, ok := c.writeCapacity(in.ReturnConsumedCapacity); ok {
+		cp := *in
+		cp.ReturnConsumedCapacity, in = rcc, &cp
+	}
 	out, err := w.c.PutItem(ctx, in, optFns...)
+	if c != nil {
+		c.single(ctx, apiPutItem, in.TableName, consumed(out, func(o *dynamodb.PutItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
+	}
 	return out, callErr("PutItem", in.TableName, nil, err)
 }
 
 func (w calls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c := callFrom(ctx)
+	if rcc, ok := c.writeCapacity(in.ReturnConsumedCapacity); ok {
+		cp := *in
+		cp.ReturnConsumedCapacity, in = rcc, &cp
+	}
 	out, err := w.c.UpdateItem(ctx, in, optFns...)
+	if c != nil {
+		c.single(ctx, apiUpdateItem, in.TableName, consumed(out, func(o *dynamodb.UpdateItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
+	}
 	return out, callErr("UpdateItem", in.TableName, nil, err)
 }
 
 func (w calls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	c := callFrom(ctx)
+	if rcc, ok := c.writeCapacity(in.ReturnConsumedCapacity); ok {
+		cp := *in
+		cp.ReturnConsumedCapacity, in = rcc, &cp
+	}
 	out, err := w.c.DeleteItem(ctx, in, optFns...)
+	if c != nil {
+		c.single(ctx, apiDeleteItem, in.TableName, consumed(out, func(o *dynamodb.DeleteItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
+	}
 	return out, callErr("DeleteItem", in.TableName, nil, err)
 }
 
 func (w calls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c := callFrom(ctx)
+	if rcc, ok := c.writeCapacity(in.ReturnConsumedCapacity); ok {
+		cp := *in
+		cp.ReturnConsumedCapacity, in = rcc, &cp
+	}
 	out, err := w.c.TransactWriteItems(ctx, in, optFns...)
+	if c != nil {
+		var ccs []types.ConsumedCapacity
+		if out != nil {
+			ccs = out.ConsumedCapacity
+		}
+		c.multi(ctx, apiTransactWriteItems, func() []string { return transactTables(in) }, ccs, err)
+	}
 	return out, callErr("TransactWriteItems", nil, nil, err)
+}
+
+// consumed returns the capacity an answer reports; nil for no answer.
+func consumed[O any](out *O, get func(*O) *types.ConsumedCapacity) *types.ConsumedCapacity {
+	if out == nil {
+		return nil
+	}
+	return get(out)
+}
+
+// transactTables lists the tables a transaction writes, each once, sorted.
+func transactTables(in *dynamodb.TransactWriteItemsInput) []string {
+	var names []string
+	for _, it := range in.TransactItems {
+		var n *string
+		switch {
+		case it.Put != nil:
+			n = it.Put.TableName
+		case it.Update != nil:
+			n = it.Update.TableName
+		case it.Delete != nil:
+			n = it.Delete.TableName
+		case it.ConditionCheck != nil:
+			n = it.ConditionCheck.TableName
+		}
+		if n != nil && !slices.Contains(names, *n) {
+			names = append(names, *n)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // schemaCalls is the client CreateTables and CheckSchema are given, with

@@ -73,3 +73,21 @@ func TestRootImportsNoStreamClients(t *testing.T) {
 	require.Contains(t, stream, "github.com/aws/aws-lambda-go/events")
 	require.NotEmpty(t, streamOnly(stream, goList(t, "-deps", sdkAttributeValue)))
 }
+
+// TestOTelAPIOnly: the library (the root and the stream package) records
+// telemetry through the OpenTelemetry API and never depends on its SDK,
+// which the application chooses; only tests use the SDK.
+func TestOTelAPIOnly(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range []string{".", "./stream"} {
+		deps := goList(t, "-deps", pkg)
+		for _, api := range []string{"go.opentelemetry.io/otel", "go.opentelemetry.io/otel/metric", "go.opentelemetry.io/otel/trace"} {
+			require.Contains(t, deps, api, "%s records through the API", pkg)
+		}
+		for _, d := range deps {
+			require.False(t, d == "go.opentelemetry.io/otel/sdk" || strings.HasPrefix(d, "go.opentelemetry.io/otel/sdk/"), "%s depends on the SDK package %s", pkg, d)
+		}
+	}
+	tests := goList(t, "-test", "-deps", ".")
+	require.Contains(t, tests, "go.opentelemetry.io/otel/sdk/metric", "the tests use the SDK, so the check can fail")
+}

@@ -145,7 +145,7 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d, err = q.form(d); err != nil {
+	if d, _, err = q.form(d); err != nil {
 		return nil, err
 	}
 	// first takes the query it translates: the alternate may translate a

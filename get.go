@@ -25,7 +25,9 @@ const maxBatchGetKeys = 100
 //
 // optFns are applied to the GetItem request, as the SDK's own per-call
 // options.
-func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Options)) (T, error) {
+func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
+	ctx, c := t.tel.start(ctx, opGet, t.s.base)
+	defer func() { c.end(ctx, err) }()
 	var zero T
 	k, _, err := t.readKey(&key)
 	if err != nil {
@@ -65,7 +67,9 @@ func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Opti
 //
 // optFns are applied to every request BatchGet sends, as the SDK's own
 // per-call options.
-func (t *Table[T]) BatchGet(ctx context.Context, keys []T, optFns ...func(*dynamodb.Options)) ([]T, error) {
+func (t *Table[T]) BatchGet(ctx context.Context, keys []T, optFns ...func(*dynamodb.Options)) (items []T, err error) {
+	ctx, c := t.tel.start(ctx, opBatchGet, t.s.base)
+	defer func() { c.batchGot(len(keys), len(items)); c.end(ctx, err) }()
 	ids := make([]string, len(keys))
 	seen := make(map[string]bool, len(keys))
 	var distinct []map[string]types.AttributeValue

@@ -364,8 +364,9 @@ func (s *ApplyStats) add(o ApplyStats) {
 //
 // optFns are applied to every request Apply sends, as the SDK's own per-call
 // options.
-func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*dynamodb.Options)) (ApplyStats, error) {
-	var st ApplyStats
+func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*dynamodb.Options)) (st ApplyStats, err error) {
+	ctx, ic := t.tel.start(ctx, opApply, t.s.base)
+	defer func() { ic.applied(len(changes), st); ic.end(ctx, err) }()
 	if err := t.writable("Apply"); err != nil {
 		return st, err
 	}

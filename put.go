@@ -26,7 +26,9 @@ import (
 //
 // optFns are applied to every request Put sends, as the SDK's own per-call
 // options.
-func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (T, error) {
+func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
+	ctx, c := t.tel.start(ctx, opPut, t.s.base)
+	defer func() { c.end(ctx, err) }()
 	if err := t.writable("Put"); err != nil {
 		return item, err
 	}

@@ -178,6 +178,7 @@ type plan struct {
 	digest  readDigest // what the query counts as live (see readDigest)
 	memoKey string     // the page fill's memo entry
 	shard   *shardPlan // for a sharded index; nil otherwise
+	route   string     // how the form was chosen (see form)
 }
 
 // readDigest digests what the query counts as live, for the next position
@@ -268,14 +269,41 @@ func (q Query[T]) plan() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d, err = q.form(d); err != nil {
+	d, route, err := q.form(d)
+	if err != nil {
 		return nil, err
 	}
 	p, err := q.planFor(d)
 	if err == nil {
+		p.route = route
 		q.t.rollout.call(d, q.shadow, q.t.opts.Now())
 	}
 	return p, err
+}
+
+// readOp is the operation a read of q counts as: o, or for a shadow read,
+// opShadow.
+func (q Query[T]) readOp(o op) op {
+	if q.shadow {
+		return opShadow
+	}
+	return o
+}
+
+// tombstoneOnly reports whether the tombstone rule is the only filter of
+// q's reads of d: then the items filtered out are the tombstones read.
+func (q Query[T]) tombstoneOnly(d *layout) bool {
+	return d.filtersTombstones() && !q.deleted && q.filter == nil
+}
+
+// instrument starts q's call state (telemetry.go) for operation o, on the
+// index as declared until the plan picks its form.
+func (q Query[T]) instrument(ctx context.Context, o op) (context.Context, *call) {
+	if q.t.tel == nil {
+		return ctx, nil
+	}
+	d, _ := q.t.index(q.index)
+	return q.t.tel.start(ctx, q.readOp(o), d)
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
@@ -440,21 +468,27 @@ func (p *plan) checkPosition(pos position, partition []string, what string) erro
 //
 // optFns are applied to every request Page sends, as the SDK's own per-call
 // options; so it is for All, Exists and Compare.
-func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (*Page[T], error) {
+func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (page *Page[T], err error) {
+	ctx, c := q.instrument(ctx, opPage)
+	defer func() { endPage(ctx, c, page, err) }()
 	p, err := q.plan()
 	if err != nil {
 		return nil, err
 	}
+	c.planned(ctx, p, q.tombstoneOnly(p.def))
 	limit := q.limit
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	page, err := fill[T](ctx, q, p, limit, true, optFns)
+	page, err = fill[T](ctx, q, p, limit, true, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}
+	if page != nil {
+		c.cursor(page.Cursor != "")
+	}
 	if err == nil {
-		q.t.shadowPage(q, p.def, page)
+		q.t.shadowPage(ctx, q, p.def, page)
 	}
 	return page, err
 }
@@ -469,11 +503,24 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		ctx, c := q.instrument(ctx, opAll)
+		if c != nil {
+			var failed error
+			defer func() { c.end(ctx, failed) }()
+			caller := yield
+			yield = func(v T, err error) bool {
+				if err != nil {
+					failed = err
+				}
+				return caller(v, err)
+			}
+		}
 		p, err := q.plan()
 		if err != nil {
 			yield(zero, err)
 			return
 		}
+		c.planned(ctx, p, q.tombstoneOnly(p.def))
 		if p.shard != nil {
 			q.allSharded(ctx, p, optFns, yield)
 			return
@@ -482,15 +529,16 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 		yielded := 0
 		defer func() {
 			pager.remember()
+			// Each request counts once, also when the next one failed;
+			// live items read but not yielded (beyond Limit, or after the
+			// caller stopped) are dropped.
+			s := pager.total
+			s.Returned = yielded
+			s.Dropped = s.Read - s.Filtered - yielded
 			if q.report != nil {
-				// Each request counts once, also when the next one failed;
-				// live items read but not yielded (beyond Limit, or after the
-				// caller stopped) are dropped.
-				s := pager.total
-				s.Returned = yielded
-				s.Dropped = s.Read - s.Filtered - yielded
 				q.report.add(s)
 			}
+			c.readStats(s)
 		}()
 		for q.limit == 0 || yielded < q.limit {
 			if err := pager.capped(); err != nil {
@@ -530,12 +578,16 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 // Exists reports whether the query has at least one live item. It starts
 // with the smallest read (Limit 1) and reads on through tombstones, growing
 // the request as it learns how many there are.
-func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options)) (bool, error) {
+func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options)) (_ bool, err error) {
+	ctx, c := q.instrument(ctx, opExists)
+	var page *Page[T]
+	defer func() { endPage(ctx, c, page, err) }()
 	p, err := q.plan()
 	if err != nil {
 		return false, err
 	}
-	page, err := fill[T](ctx, q, p, 1, false, optFns)
+	c.planned(ctx, p, q.tombstoneOnly(p.def))
+	page, err = fill[T](ctx, q, p, 1, false, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
 	}

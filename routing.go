@@ -84,26 +84,26 @@ func (r Route) selects(pk string) bool {
 // that form; the call fails before any request otherwise.
 func (q Query[T]) Via(form Kind) Query[T] { q.via = form; q.hasVia = true; return q }
 
-// form picks the form of d that serves q: see the rules at the top of this
-// file.
-func (q Query[T]) form(d *layout) (*layout, error) {
+// form picks the form of d that serves q, and says how it chose
+// (routeVia, ...; telemetry.go): see the rules at the top of this file.
+func (q Query[T]) form(d *layout) (*layout, string, error) {
 	forms := d.decl.forms
 	if q.hasVia {
 		if f := formOf(forms, q.via); f != nil {
-			return f, nil
+			return f, routeVia, nil
 		}
-		return nil, queryErr(d.name, "Via(%s): the index has no %s form (it is type=%s%s)", q.via, q.via, d.kind, keptText(d))
+		return nil, routeVia, queryErr(d.name, "Via(%s): the index has no %s form (it is type=%s%s)", q.via, q.via, d.kind, keptText(d))
 	}
 	if len(forms) < 2 {
-		return d, nil
+		return d, routeDeclared, nil
 	}
 	_, texts, err := d.partition(q.partition)
 	if err != nil {
-		return d, nil // planFor reports it
+		return d, routeDeclared, nil // planFor reports it
 	}
 	pk, err := partitionKeyText(d, texts)
 	if err != nil {
-		return d, nil
+		return d, routeDeclared, nil
 	}
 	other := func(k Kind) *layout {
 		for _, f := range forms {
@@ -117,23 +117,23 @@ func (q Query[T]) form(d *layout) (*layout, error) {
 	if fn := t.opts.RouteFunc; fn != nil {
 		if k, ok := fn(d.name, pk); ok {
 			if f := formOf(forms, k); f != nil {
-				return f, nil
+				return f, routeFunc, nil
 			}
 		}
 	}
 	if r, ok := t.routes.route(t, d.name); ok && formOf(forms, r.To) != nil {
 		if r.selects(pk) {
-			return formOf(forms, r.To), nil
+			return formOf(forms, r.To), routeControl, nil
 		}
-		return other(r.To), nil
+		return other(r.To), routeControl, nil
 	}
 	if r, ok := t.opts.Routes[d.name]; ok && formOf(forms, r.To) != nil {
 		if r.selects(pk) {
-			return formOf(forms, r.To), nil
+			return formOf(forms, r.To), routeStatic, nil
 		}
-		return other(r.To), nil
+		return other(r.To), routeStatic, nil
 	}
-	return d, nil
+	return d, routeDeclared, nil
 }
 
 func formOf(forms []*layout, k Kind) *layout {

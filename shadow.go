@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 )
 
@@ -135,8 +136,9 @@ func (t *Table[T]) WaitShadows(ctx context.Context) error {
 }
 
 // shadowPage starts a shadow read of the page that form served for q, when
-// the index keeps two forms and the call is sampled.
-func (t *Table[T]) shadowPage(q Query[T], served *layout, page *Page[T]) {
+// the index keeps two forms and the call is sampled. ctx is the served
+// call's: the comparison's span links to its span.
+func (t *Table[T]) shadowPage(ctx context.Context, q Query[T], served *layout, page *Page[T]) {
 	s := t.shadows
 	if s == nil || q.shadow || len(served.decl.forms) < 2 || rand.Float64() >= s.o.Rate {
 		return
@@ -147,7 +149,10 @@ func (t *Table[T]) shadowPage(q Query[T], served *layout, page *Page[T]) {
 			other = f
 		}
 	}
-	skip := func() { t.rollout.update(served.name, func(r *RolloutStats) { r.Skipped++ }) }
+	skip := func() {
+		t.rollout.update(served.name, func(r *RolloutStats) { r.Skipped++ })
+		t.tel.shadowOutcome(ctx, other, "skipped")
+	}
 	// The shadow read costs about what the call did; the re-check, when
 	// needed, twice that again.
 	if s.units != nil && !s.units.AllowN(time.Now(), max(1, int(math.Ceil(page.Stats.ReadUnits)))) {
@@ -160,48 +165,62 @@ func (t *Table[T]) shadowPage(q Query[T], served *layout, page *Page[T]) {
 		skip()
 		return
 	}
+	link := trace.SpanContextFromContext(ctx)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
 		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 		defer cancel()
-		t.compareForms(ctx, q, served, other, page)
+		ctx, span := t.tel.shadowSpan(ctx, served, other, link)
+		outcome := t.compareForms(ctx, q, served, other, page)
+		if span != nil {
+			span.SetAttributes(attrShadow.String(outcome))
+			span.End()
+		}
 	}()
 }
 
 // compareForms reads q on the shadow form, compares, and re-checks a
-// mismatch on both forms after the Recheck delay.
-func (t *Table[T]) compareForms(ctx context.Context, q Query[T], served, other *layout, page *Page[T]) {
+// mismatch on both forms after the Recheck delay. It returns the outcome,
+// for the comparison's span: "skipped", "equal", "transient", "persistent",
+// or "unconfirmed" when the re-check could not run.
+func (t *Table[T]) compareForms(ctx context.Context, q Query[T], served, other *layout, page *Page[T]) string {
 	s := t.shadows
 	q.shadow, q.report = true, nil
 	shadowPage, err := q.Via(other.kind).Page(ctx)
 	if err != nil {
 		t.rollout.update(served.name, func(r *RolloutStats) { r.Skipped++ })
-		return
+		t.tel.shadowOutcome(ctx, other, "skipped")
+		return "skipped"
 	}
 	t.rollout.update(served.name, func(r *RolloutStats) { r.Shadowed++ })
-	if t.pageMismatch(ctx, served, other, page, shadowPage) == nil {
-		return
+	t.tel.shadowOutcome(ctx, other, "compared")
+	first := t.pageMismatch(ctx, served, other, page, shadowPage)
+	if first == nil {
+		return "equal"
 	}
 	if s.o.Sleep(ctx, s.o.Recheck) != nil {
-		return
+		return "unconfirmed"
 	}
 	again, err1 := q.Via(served.kind).Page(ctx)
 	shadowAgain, err2 := q.Via(other.kind).Page(ctx)
 	if err1 != nil || err2 != nil {
-		return
+		return "unconfirmed"
 	}
 	m := t.pageMismatch(ctx, served, other, again, shadowAgain)
 	if m == nil {
 		t.rollout.update(served.name, func(r *RolloutStats) { r.Transient++ })
-		return
+		t.tel.mismatch(ctx, other, first.Kind, "transient")
+		return "transient"
 	}
 	t.rollout.update(served.name, func(r *RolloutStats) { r.Persistent++ })
+	t.tel.mismatch(ctx, other, m.Kind, "persistent")
 	m.Query = q.describe()
 	if s.o.OnMismatch != nil {
 		s.o.OnMismatch(*m)
 	}
+	return "persistent"
 }
 
 // describe renders q for a mismatch report.

@@ -633,12 +633,13 @@ func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamo
 	yielded := 0
 	defer func() {
 		m.remember()
+		s := m.stats()
+		s.Returned = yielded
+		s.Dropped = s.Read - s.Filtered - yielded
 		if q.report != nil {
-			s := m.stats()
-			s.Returned = yielded
-			s.Dropped = s.Read - s.Filtered - yielded
 			q.report.add(s)
 		}
+		callFrom(ctx).readStats(s)
 	}()
 	for q.limit == 0 || yielded < q.limit {
 		item, ok, err := m.next(ctx, q.limit)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // This file holds what a Table is made from: the client interfaces, the
@@ -128,6 +130,17 @@ type Options struct {
 	// DynamoDB left unprocessed, and its retries of a request that failed
 	// with a transient error (see [IsTransient]).
 	Retry RetryOptions
+
+	// MeterProvider receives the library's metrics (the README's
+	// Observability section lists them). Default: the global provider
+	// (otel.GetMeterProvider), which records nothing until the
+	// application sets one. A no-op provider turns metrics off.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives the library's spans: one per Page, All,
+	// Exists, Get, BatchGet, Put, Update, Delete, Move and Apply call, with
+	// an event per DynamoDB request. Default: the global provider
+	// (otel.GetTracerProvider). A no-op provider turns tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) setDefaults() {
@@ -182,6 +195,7 @@ type Table[T any] struct {
 	routes   *routeTable
 	rollout  *rollout
 	shadows  *shadows
+	tel      *telemetry // nil: nothing instrumented
 	// shardSizing replaces defaultShardSizing in tests (nil: the default).
 	shardSizing *shardSizing
 }
@@ -243,7 +257,8 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes: " + err.Error()}
 		}
 	}
-	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow)}, nil
+	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow),
+		tel: newTelemetry(s, &o)}, nil
 }
 
 // writable returns an error matching ErrUnsupported when t is read-only: the

@@ -16,6 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/retry"
 )
@@ -145,7 +148,8 @@ type ConsumerOptions struct {
 	// after that long. Keep it well above the clock skew between hosts and
 	// the time one GetRecords page takes to apply. Default 30 s.
 	LeaseDuration time.Duration
-	// Now is the clock of leases. Default time.Now.
+	// Now is the consumer's clock: of leases, and of the stream lag (now
+	// minus a record's ApproximateCreationDateTime). Default time.Now.
 	Now func() time.Time
 
 	// ClientOptions are applied to every DynamoDB request the consumer's
@@ -156,6 +160,16 @@ type ConsumerOptions struct {
 	// the consumer sends (ListStreams, DescribeStream, GetShardIterator,
 	// GetRecords).
 	StreamsClientOptions []func(*dynamodbstreams.Options)
+
+	// MeterProvider receives the consumer's metrics: records by outcome,
+	// and the stream lag (the README's Observability section). Default:
+	// the global provider (otel.GetMeterProvider). The index writes are
+	// measured by the Table, with its own Options.MeterProvider.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per pass (Poll), with an event per
+	// GetRecords page; each record's Apply span is its child. Default: the
+	// global provider (otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
 }
 
 const (
@@ -204,6 +218,7 @@ type Consumer[T any] struct {
 	state  map[string]*shardState
 	leases *leaseState
 	hookMu sync.Mutex // one OnPoison call at a time
+	tel    *telemetry
 }
 
 // shardState is what the consumer knows of one shard between passes.
@@ -251,8 +266,12 @@ func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, op
 	// conversions fail to compile if they ever differ.
 	r := retry.Options(opts.Retry).WithDefaults()
 	opts.Retry = ddbindex.RetryOptions(r)
-	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, lc: leaseCalls{opts.Leases}, opts: opts, retry: r,
-		state: map[string]*shardState{}, leases: &leaseState{held: map[string]time.Time{}}}
+	var table string
+	if t != nil {
+		table = t.TableName()
+	}
+	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}, lc: leaseCalls{opts.Leases},
+		leases: &leaseState{held: map[string]time.Time{}}, tel: newTelemetry(table, &opts)}
 }
 
 func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
@@ -277,14 +296,16 @@ func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 // records and checkpoints. It returns what it applied. An error leaves every
 // record before the failing one applied and checkpointed; the next pass
 // starts after the checkpoint.
-func (c *Consumer[T]) Poll(ctx context.Context) (ddbindex.ApplyStats, error) {
-	var total ddbindex.ApplyStats
+func (c *Consumer[T]) Poll(ctx context.Context) (total ddbindex.ApplyStats, err error) {
 	if c == nil || c.t == nil || c.api.c == nil || c.cp.c == nil {
 		return total, fmt.Errorf("%w: stream: a Consumer needs a Table, a StreamsAPI and Checkpoints (use NewConsumer)", ddbindex.ErrInvalidWrite)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	arn, err := c.streamARN(ctx)
+	var arn string
+	ctx, span := c.tel.startPoll(ctx)
+	defer func() { endPoll(span, arn, total, err) }()
+	arn, err = c.streamARN(ctx)
 	if err != nil {
 		return total, err
 	}
@@ -513,6 +534,7 @@ func (c *Consumer[T]) pollShard(ctx context.Context, arn string, sh streamtypes.
 			return st, fmt.Errorf("ddbindex: read shard %s: %w", id, err)
 		}
 		expired = 0
+		page(ctx, id, out.Records)
 		if len(out.Records) > 0 {
 			empty = 0
 			got, err := c.applyPage(ctx, arn, id, out.Records)
@@ -795,12 +817,13 @@ func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 // transient failures (Apply is idempotent: a retry counts the writes its
 // failed attempts made as Stale); a record that can never be applied goes to
 // the poison policy.
-func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r streamtypes.Record) (ddbindex.ApplyStats, error) {
+func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r streamtypes.Record) (st ddbindex.ApplyStats, err error) {
+	defer func() { c.tel.record(ctx, createdAt(r), st, err) }()
 	ch, err := ChangeFromRecord(r)
 	if err != nil {
 		return c.poison(ctx, arn, shard, r, err, ddbindex.ApplyStats{})
 	}
-	var st ddbindex.ApplyStats // the last attempt's
+	// st is the last attempt's.
 	_, err = retry.Call(ctx, c.retry, "Apply", func() (struct{}, error) {
 		var err error
 		st, err = c.t.Apply(ctx, []ddbindex.Change{ch}, c.opts.ClientOptions...)
@@ -813,7 +836,19 @@ func (c *Consumer[T]) applyRecord(ctx context.Context, arn, shard string, r stre
 	if isPoison(err) {
 		return c.poison(ctx, arn, shard, r, err, st)
 	}
-	return st, fmt.Errorf("ddbindex: apply stream record %s of shard %s: %w", ch.Version, shard, err)
+	return st, fmt.Errorf("ddbindex: apply stream record %s %s: %w", ch.Version, recordSource(arn, shard), err)
+}
+
+// recordSource names where a record came from in a message: its shard, or,
+// for a Lambda event (which does not name the shard), its stream.
+func recordSource(arn, shard string) string {
+	switch {
+	case shard != "":
+		return "of shard " + shard
+	case arn != "":
+		return "of stream " + arn
+	}
+	return "of an unnamed stream"
 }
 
 // isPoison reports whether applying a record failed in a way no retry can

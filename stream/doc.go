@@ -29,6 +29,10 @@
 // every index-table write is conditioned on the version of the change that
 // wrote it, so replays, redeliveries and reordering end in the same state.
 //
+// A Consumer records through the OpenTelemetry API (ConsumerOptions'
+// MeterProvider and TracerProvider) the records it applied, found stale,
+// failed on or skipped, the stream lag, and a span per pass.
+//
 // Errors match the root package's sentinels, each one alone (but a poison
 // record, which also matches its cause's): [ddbindex.ErrPoisonRecord]
 // (*PoisonRecordError), [ddbindex.ErrStreamGap] (*GapError),

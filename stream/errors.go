@@ -51,8 +51,8 @@ func (e *PoisonRecordError) Error() string {
 	case len(keys) > maxKeysInMessage:
 		keys = strings.ToValidUTF8(keys[:maxKeysInMessage], "") + "…"
 	}
-	return fmt.Sprintf("ddbindex: stream record %s (%s of %s) in shard %s cannot be applied: %v; the records before it are applied and checkpointed: fix the cause and restart, or set ConsumerOptions.OnPoison to skip and report such records [%s]",
-		e.SequenceNumber, e.EventName, keys, e.ShardID, e.Err, e.Code())
+	return fmt.Sprintf("ddbindex: stream record %s (%s of %s) %s cannot be applied: %v; the records before it are applied and checkpointed: fix the cause and restart, or set ConsumerOptions.OnPoison to skip and report such records [%s]",
+		e.SequenceNumber, e.EventName, keys, recordSource(e.StreamARN, e.ShardID), e.Err, e.Code())
 }
 
 // Is makes PoisonRecordError match [ddbindex.ErrPoisonRecord].

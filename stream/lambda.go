@@ -14,6 +14,8 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/retry"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // This file holds LambdaHandler, the body of an AWS Lambda function that a
@@ -52,6 +54,19 @@ type LambdaOptions struct {
 	// ClientOptions are applied to every DynamoDB request of the index
 	// writes, as the SDK's own per-call options.
 	ClientOptions []func(*dynamodb.Options)
+
+	// MeterProvider receives the handler's metrics, those of a Consumer
+	// (ddbindex.stream.records by outcome, ddbindex.stream.lag; the README's
+	// Observability section). Default: the global provider. The index
+	// writes are measured by the Table, with its own Options.MeterProvider.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per event, ddbindex.stream.Batch (kind
+	// consumer); each record's Apply span is its child. Default: the global
+	// provider.
+	TracerProvider trace.TracerProvider
+	// Now is the clock of the stream lag (now minus a record's
+	// ApproximateCreationDateTime). Default time.Now.
+	Now func() time.Time
 }
 
 const defaultStopBefore = 2 * time.Second
@@ -115,7 +130,16 @@ func NewLambdaHandler[T any](t *ddbindex.Table[T], optFns ...func(*LambdaOptions
 	}
 	r := retry.Options(opts.Retry).WithDefaults()
 	opts.Retry = ddbindex.RetryOptions(r)
-	c := &Consumer[T]{t: t, retry: r, opts: ConsumerOptions{Retry: opts.Retry, OnPoison: opts.OnPoison, ClientOptions: opts.ClientOptions}}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	copts := ConsumerOptions{Retry: opts.Retry, OnPoison: opts.OnPoison, ClientOptions: opts.ClientOptions,
+		MeterProvider: opts.MeterProvider, TracerProvider: opts.TracerProvider, Now: opts.Now}
+	var table string
+	if t != nil {
+		table = t.TableName()
+	}
+	c := &Consumer[T]{t: t, retry: r, opts: copts, tel: newTelemetry(table, &copts)}
 	return &LambdaHandler[T]{c: c, opts: opts}
 }
 
@@ -134,12 +158,20 @@ func (h *LambdaHandler[T]) Handle(ctx context.Context, ev events.DynamoDBEvent) 
 
 // Apply applies one event's records, as Handle does, and returns what it
 // did.
-func (h *LambdaHandler[T]) Apply(ctx context.Context, ev events.DynamoDBEvent) (BatchResult, error) {
+func (h *LambdaHandler[T]) Apply(ctx context.Context, ev events.DynamoDBEvent) (res BatchResult, err error) {
 	n := len(ev.Records)
-	res := BatchResult{Records: n}
+	res = BatchResult{Records: n}
 	if h == nil || h.c == nil || h.c.t == nil {
 		res.Err = errNilTable
 		return res, errNilTable
+	}
+	ctx, span := h.c.tel.startSpan(ctx, "ddbindex.stream.Batch")
+	if span != nil {
+		var arn string
+		if n > 0 {
+			arn = ev.Records[0].EventSourceArn
+		}
+		defer func() { endPoll(span, arn, res.Stats, res.Err) }()
 	}
 	recs := make([]streamtypes.Record, n)
 	bad := make([]error, n)
