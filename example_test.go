@@ -27,16 +27,25 @@ import (
 // TestMain runs the examples only when there is a server to run them
 // against: they are integration tests with printed output.
 func TestMain(m *testing.M) {
+	flag.Parse() // so that -run and -skip are read before skipExamples adds to -skip
 	if ddbtest.Endpoint() == "" {
 		fmt.Fprintln(os.Stderr, "ddbindex: DDBINDEX_ENDPOINT is not set: integration tests skip and examples do not run (run `make test`)")
-		if err := flag.Set("test.run", "^(Test|Fuzz)"); err != nil {
-			panic(err)
-		}
+		skipExamples("^Example")
 	} else {
-		flag.Parse()
 		skipRunbookExamples()
 	}
 	os.Exit(m.Run())
+}
+
+// skipExamples adds pattern to -test.skip, whatever -run selects: an
+// example cannot skip itself.
+func skipExamples(pattern string) {
+	if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
+		pattern = prev + "|" + pattern
+	}
+	if err := flag.Set("test.skip", pattern); err != nil {
+		panic(err)
+	}
 }
 
 // skipRunbookExamples adds the runbook examples to -test.skip when the
@@ -53,13 +62,7 @@ func skipRunbookExamples() {
 	if len(missing) == 0 {
 		return
 	}
-	skip := "^Example_runbook"
-	if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
-		skip = prev + "|" + skip
-	}
-	if err := flag.Set("test.skip", skip); err != nil {
-		panic(err)
-	}
+	skipExamples("^Example_runbook")
 	fmt.Fprintf(os.Stderr, "ddbindex: the server at %s lacks %s: the runbook examples (Example_runbook*) do not run\n",
 		ddbtest.Endpoint(), strings.Join(missing, ", "))
 }
