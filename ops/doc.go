@@ -30,6 +30,7 @@
 //	                                   of a scan; a JSON report, exit 1 on a mismatch
 //	NAME [flags] route [show]          the routes of the indexes that keep two forms
 //	NAME [flags] route set --index I --to gsi|lsi|table [--partition P]... [--percent N]
+//	                                   (at least one): those partitions read --to, the others the other form
 //	NAME [flags] explain --index I --partition P [--eq|--lt|--le|--gt|--ge|--begins-with T]
 //	                     [--between LO --between HI] [--desc] [--limit N] [--after CURSOR] [--via FORM]
 //	NAME [flags] cursor inspect [--index I] [--partition P ...] CURSOR|-

@@ -164,6 +164,11 @@ func TestGoldenUsage(t *testing.T) {
 	f.golden(t, "usage-cursor-help", "", "cursor", "-h")
 	f.golden(t, "usage-unknown-model", "", "check", "--model", "Invoice")
 	f.golden(t, "usage-extra-argument", "", "check", "Ticket")
+	f.golden(t, "usage-route-set-no-index", "", "route", "set", "--to", "table")
+	// A route that selects no partition would send every one to the other
+	// form: "--to gsi" alone is refused, not taken to mean "all read the
+	// table".
+	f.golden(t, "usage-route-set-no-selection", "", "route", "set", "--index", "by_status", "--to", "gsi")
 
 	// --model names a model by its Go type name or its base table; two
 	// models of one type name need the table.
@@ -265,7 +270,7 @@ func TestGolden(t *testing.T) {
 	f.golden(t, "route-set", "", "route", "set", "--index", "by_status", "--to", "table", "--partition", "TEAM-1", "--percent", "10")
 	f.golden(t, "route-show", "", "route", "show", "--model", "Ticket")
 	f.golden(t, "explain-routed", "", "explain", "--index", "by_status", "--partition", "TEAM-1")
-	f.golden(t, "route-set-lsi", "", "route", "set", "--index", "by_status", "--to", "lsi")
+	f.golden(t, "route-set-lsi", "", "route", "set", "--index", "by_status", "--to", "lsi", "--percent", "100")
 	f.golden(t, "route-set-all", "", "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
 	routes, err := tickets.Routes(ctx)
 	require.NoError(t, err)

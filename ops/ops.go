@@ -315,6 +315,18 @@ func (e *env) dynamo() (Client, error) {
 			e.clientErr = fmt.Errorf("loading the AWS configuration: %w", err)
 			return
 		}
+		// Credentials are looked for once, here, so that their absence is
+		// reported as such rather than deep in the first request's error.
+		if cfg.Credentials != nil {
+			if _, err := cfg.Credentials.Retrieve(e.ctx); err != nil {
+				hint := "configure them the standard way: --profile or AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an IAM role"
+				if e.g.endpoint != "" {
+					hint += "; a local server (--endpoint) accepts any, e.g. AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local"
+				}
+				e.clientErr = fmt.Errorf("no AWS credentials found (%s): %w", hint, err)
+				return
+			}
+		}
 		e.client = dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 			if e.g.endpoint != "" {
 				o.BaseEndpoint = aws.String(e.g.endpoint)

@@ -152,6 +152,18 @@ func TestConfigChain(t *testing.T) {
 	require.Equal(t, 2, r.code, r.stdout)
 	require.Contains(t, r.stderr, "127.0.0.1:1", "--endpoint after the command counts too")
 
+	// Without credentials the command says so, and what to set, before
+	// any request (no instance metadata here: it is disabled).
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	r = run("--endpoint", ep, "--table-prefix", prefix, "check")
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.stderr, "no AWS credentials found")
+	require.Contains(t, r.stderr, "a local server (--endpoint) accepts any, e.g. AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local")
+
 	// A command that sends nothing needs no configuration at all.
 	t.Setenv("AWS_PROFILE", "no-such-profile")
 	r = run("cursor", "inspect", "not-a-cursor")

@@ -88,7 +88,7 @@ func routeText(ix ddbindex.IndexInfo, r ddbindex.Route, ok bool, control string)
 }
 
 func runRouteSet(e *env, args []string) error {
-	fs := e.commandFlags("route set", "--index INDEX --to FORM")
+	fs := e.commandFlags("route set", "--index INDEX --to FORM [--partition P]... [--percent N]")
 	index := fs.String("index", "", "the logical `INDEX` to route")
 	to := fs.String("to", "", "the `FORM` (gsi, lsi or table) the selected partitions read; the others read the other form")
 	var parts listFlag
@@ -104,9 +104,18 @@ func runRouteSet(e *env, args []string) error {
 	if !ok {
 		return usageErr("route set", "--to %q: want gsi, lsi or table", *to)
 	}
+	if *index == "" {
+		return usageErr("route set", "name the index to route with --index")
+	}
 	t, ix, err := e.withIndex("route set", *index)
 	if err != nil {
 		return err
+	}
+	if len(parts) == 0 && *percent == 0 {
+		// A route that selects no partition sends every partition to the
+		// other form: refuse it, so that "--to gsi" never means "all read
+		// the table".
+		return usageErr("route set", "say which partitions read the %s: --partition P (once per partition) or --percent N (every partition: --to %s --percent 100)", k, k)
 	}
 	if t.controlTable() == "" {
 		return usageErr("route set", "%s has no control table to write the route to: set --control-table, or Options.ControlTable in ops.Model's options", t.name())
