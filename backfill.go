@@ -128,6 +128,12 @@ type BackfillStats struct {
 	// Resumed counts the segments that continued from a saved position,
 	// AlreadyDone those a checkpoint marked finished (not scanned again).
 	Resumed, AlreadyDone int
+	// OtherTotals lists, in increasing order, the TotalSegments of saved
+	// positions this call could not use because it splits the scan
+	// differently: a segment of another split covers other items, so the
+	// call scanned its segments from their start. To resume those
+	// positions, call again with that TotalSegments.
+	OtherTotals []int32
 }
 
 func (s *BackfillStats) add(o BackfillStats) {
@@ -358,6 +364,12 @@ func (b *backfill[T]) run(ctx context.Context) (BackfillStats, error) {
 			return BackfillStats{}, fmt.Errorf("ddbindex: backfill of %s: reading checkpoints: %w", b.key, err)
 		}
 	}
+	for seg := range saved {
+		if seg.Total != b.total && !slices.Contains(b.st.OtherTotals, seg.Total) {
+			b.st.OtherTotals = append(b.st.OtherTotals, seg.Total)
+		}
+	}
+	slices.Sort(b.st.OtherTotals)
 	var todo []segmentStart
 	for i := range int32(b.o.Workers) {
 		seg := BackfillSegment{Segment: b.o.Segment + i, Total: b.total}

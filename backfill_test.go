@@ -1035,6 +1035,10 @@ func TestBackfillResumesFromCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 50, st.Scanned, "another split starts over")
 	require.Zero(t, st.Written)
+	require.Equal(t, []int32{1}, st.OtherTotals, "and says which split saved the positions it did not use")
+	st, err = tb.Backfill(t.Context(), c, "by_status", opts, func(o *BackfillOptions) { o.Workers = 3 })
+	require.NoError(t, err)
+	require.Equal(t, []int32{1, 2}, st.OtherTotals)
 
 	require.NoError(t, cps.Clear(t.Context(), key))
 	broken := failingCheckpoints{cps}

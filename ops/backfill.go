@@ -134,4 +134,7 @@ func writeBackfillStats(w io.Writer, outcome, what string, st ddbindex.BackfillS
 	if st.Resumed > 0 || st.AlreadyDone > 0 {
 		fmt.Fprintf(w, "  segments resumed from saved positions: %d; already done before this run: %d\n", st.Resumed, st.AlreadyDone)
 	}
+	for _, n := range st.OtherTotals {
+		fmt.Fprintf(w, "  saved positions of a scan in %d segments were not used: this run splits the scan otherwise, so its segments started from the beginning (resume those with --total-segments %d)\n", n, n)
+	}
 }

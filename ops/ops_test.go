@@ -70,6 +70,15 @@ func TestBackfillSegmentsAndResume(t *testing.T) {
 	require.Equal(t, len(testTickets()), w0+w1+k0+k1)
 	require.Len(t, ddbtest.Scan(t, f.client, f.prefix+"tickets-by_status"), len(testTickets()))
 
+	// Another split cannot use the saved positions: the run scans from
+	// the beginning and says which split would resume them.
+	r = f.run("", "backfill", "--index", "by_status", "--workers", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	s2, _, _ := backfilled(t, r)
+	require.Equal(t, len(testTickets()), s2)
+	require.Contains(t, r.stdout, "saved positions of a scan in 4 segments were not used")
+	require.Contains(t, r.stdout, "--total-segments 4")
+
 	// Canceled: the backfill stops, and the command says the same command
 	// resumes it.
 	ctx, cancel := context.WithCancel(context.Background())
