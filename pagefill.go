@@ -249,12 +249,13 @@ func pageWant(limit int, peek bool) int {
 
 // fill reads one page of up to limit live items (of a sharded index: see
 // fillSharded).
-func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (*Page[T], error) {
+func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (_ *Page[T], err error) {
 	if p.shard != nil {
 		return fillSharded(ctx, q, p, limit, peek, optFns)
 	}
 	pg := newPager(q, p, peek, optFns)
 	defer pg.remember()
+	defer func() { failedRead(ctx, err, pg.total) }()
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the
 	// cursor is then "" exactly when nothing live follows, so no call ends
@@ -304,7 +305,6 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	}
 	pg.total.Returned = len(page.Items)
 	page.Stats = pg.total
-	var err error
 	if page.Cursor, err = pg.cursor(end); err != nil {
 		return nil, err
 	}

@@ -569,9 +569,10 @@ func (m *merger[T]) itemBytes() float64 {
 // fillSharded reads one page of up to limit live entries of a sharded
 // index, with the item after it when peek (so that the cursor is "" exactly
 // when nothing live follows, as for any index).
-func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (*Page[T], error) {
+func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (_ *Page[T], err error) {
 	m := newMerger(q, p, peek, optFns)
 	defer m.remember()
+	defer func() { failedRead(ctx, err, m.stats()) }()
 	limit = min(limit, maxPageItems)
 	want := pageWant(limit, peek)
 	var raw []map[string]types.AttributeValue
@@ -618,7 +619,6 @@ func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, pee
 	page.Stats = m.stats()
 	page.Stats.Returned = len(page.Items)
 	page.Stats.Dropped = page.Stats.Read - page.Stats.Filtered - len(page.Items)
-	var err error
 	if page.Cursor, err = m.cursor(end); err != nil {
 		return nil, err
 	}

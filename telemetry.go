@@ -527,6 +527,16 @@ func endPage[T any](ctx context.Context, c *call, page *Page[T], err error) {
 	c.end(ctx, err)
 }
 
+// failedRead gives the call in ctx, if any, what a page fill that failed
+// with err (nil: did not fail) had read: endPage has no page to take the
+// Stats from, and a read that fails part way (throttled, ErrNoProgress) is
+// what the metrics are for.
+func failedRead(ctx context.Context, err error, s Stats) {
+	if err != nil {
+		callFrom(ctx).readStats(s)
+	}
+}
+
 // cursor notes on the span whether a page has a cursor.
 func (c *call) cursor(has bool) {
 	if c != nil && c.span != nil {
@@ -662,7 +672,7 @@ func (i *instruments) writeUnitsOrNil() metric.Float64Counter {
 	return i.writeUnits
 }
 
-// readInput returns the capacity mode a read asks for: TOTAL when read
+// readCapacity returns the capacity mode a read asks for: TOTAL when read
 // units are counted and the request asks for none.
 func (c *call) readCapacity(cur types.ReturnConsumedCapacity) (types.ReturnConsumedCapacity, bool) {
 	if c == nil || !c.readUnits || cur != "" {
@@ -692,7 +702,11 @@ func (c *call) single(ctx context.Context, a api, table *string, cc *types.Consu
 	}
 	units := c.units(ctx, a, counter, cc, tg)
 	c.request(ctx, a, tg, err, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrTableNames.StringSlice([]string{aws.ToString(table)}), unitsKey.Float64(units)}
+		kv := []attribute.KeyValue{attrTableNames.StringSlice([]string{aws.ToString(table)})}
+		if cc != nil { // without capacity asked for, the units are unknown, not 0
+			kv = append(kv, unitsKey.Float64(units))
+		}
+		return kv
 	})
 }
 
@@ -708,7 +722,11 @@ func (c *call) multi(ctx context.Context, a api, tables func() []string, ccs []t
 		units += c.units(ctx, a, counter, &ccs[i], c.reqTarget(ccs[i].TableName, nil))
 	}
 	c.request(ctx, a, c.tgt, err, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrTableNames.StringSlice(tables()), unitsKey.Float64(units)}
+		kv := []attribute.KeyValue{attrTableNames.StringSlice(tables())}
+		if len(ccs) > 0 { // without capacity asked for, the units are unknown, not 0
+			kv = append(kv, unitsKey.Float64(units))
+		}
+		return kv
 	})
 }
 

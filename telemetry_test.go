@@ -206,6 +206,9 @@ func TestTelemetryCapAndNoProgress(t *testing.T) {
 	assert.Equal(t, float64(1), m.Sum("ddbindex.no_progress", on...))
 	assert.Equal(t, float64(1), m.Sum("ddbindex.errors", append(on, attrErrorType.String("DDBX-400"))...))
 	assert.Equal(t, float64(1+2), m.Sum("ddbindex.requests", on...), "the capped call's request and the stuck call's two")
+	assert.Greater(t, m.Sum("ddbindex.items.read", on...), float64(3), "the failed call's reads count too")
+	count, _ = m.Hist("ddbindex.tombstone_ratio", on...)
+	assert.Equal(t, uint64(2), count, "the failed call records its ratio")
 }
 
 // tmStuckClient answers every Query that has an ExclusiveStartKey with
@@ -447,9 +450,32 @@ func TestTelemetryOff(t *testing.T) {
 	require.NotNil(t, global.tel, "the global providers may be set later")
 	_, c = global.tel.start(context.Background(), opPut, global.s.base)
 	assert.Nil(t, c, "nothing records until the application sets a provider")
-	rcc, ok := c.writeCapacity("")
-	assert.False(t, ok)
-	assert.Empty(t, rcc)
+}
+
+// With tracing alone, writes and key reads do not ask for capacity (only
+// the unit counters need it), and their request events carry no units
+// rather than 0.
+func TestTelemetryTracingOnly(t *testing.T) {
+	t.Parallel()
+	h := oteltest.New(t)
+	tb, _ := newTestTable[tmTicket](t, func(o *Options) {
+		o.MeterProvider, o.TracerProvider = metricnoop.NewMeterProvider(), h.TracerProvider
+	})
+	ctx := context.Background()
+	_, err := tb.Put(ctx, tmTicket{ID: "t-1", Team: "T1", Seq: 1, Title: "t"})
+	require.NoError(t, err)
+	_, err = tb.Get(ctx, tmTicket{ID: "t-1"})
+	require.NoError(t, err)
+	for _, name := range []string{"ddbindex.Put", "ddbindex.Get"} {
+		spans := h.Spans(name)
+		require.Len(t, spans, 1, name)
+		require.NotEmpty(t, spans[0].Events(), name)
+		for _, e := range spans[0].Events() {
+			_, w := oteltest.EventAttr(e, attrWriteUnits)
+			_, r := oteltest.EventAttr(e, attrReadUnits)
+			assert.False(t, w || r, "%s: event %s carries units it did not ask for", name, e.Name)
+		}
+	}
 }
 
 // Capacity with a breakdown (ReturnConsumedCapacity INDEXES, as DynamoDB
@@ -513,4 +539,59 @@ func BenchmarkTelemetryHooks(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tmShardTicket is tmTicket with its index table sharded: its reads send
+// concurrent requests, one call state for all of them.
+type tmShardTicket struct {
+	_     TableSpec `ddbindex:"tm-shard-tickets"`
+	_     IndexSpec `ddbindex:"by_team,type=table,shards=4"`
+	ID    string    `dynamodbav:"id" ddbindex:"pk"`
+	Team  string    `dynamodbav:"team" ddbindex:"by_team.pk"`
+	Seq   int64     `dynamodbav:"seq" ddbindex:"by_team.sk"`
+	Title string    `dynamodbav:"title"`
+}
+
+// A sharded read records what its Stats say, through the concurrent
+// requests of its merge: for a Page, and for an All the caller stops early
+// (its span ends, and the entries read but not yielded count as dropped).
+func TestTelemetrySharded(t *testing.T) {
+	t.Parallel()
+	h := oteltest.New(t)
+	tb, _ := newTestTable[tmShardTicket](t, withOTel(h))
+	ctx := context.Background()
+	for seq := int64(1); seq <= 40; seq++ {
+		putEntry(t, tb, "by_team", tmShardTicket{ID: fmt.Sprintf("s-%02d", seq), Team: "T1", Seq: seq, Title: "t"}, seq%3 == 0)
+	}
+	page, err := coldMemo(tb).Query("by_team", "T1").Limit(10).Page(ctx)
+	require.NoError(t, err)
+	require.Len(t, page.Items, 10)
+	var all Stats
+	n := 0
+	for _, err := range coldMemo(tb).Query("by_team", "T1").ReportTo(&all).All(ctx) {
+		require.NoError(t, err)
+		if n++; n == 5 {
+			break
+		}
+	}
+	m := h.Metrics(t)
+	for _, tc := range []struct {
+		op string
+		st Stats
+	}{{"Page", page.Stats}, {"All", all}} {
+		on := kvs(attrIndex.String("by_team"), attrOperation.String(tc.op))
+		require.GreaterOrEqual(t, tc.st.Requests, 4, "%s: a request per shard at least", tc.op)
+		assert.Equal(t, float64(tc.st.Requests), m.Sum("ddbindex.requests", on...), tc.op)
+		assert.InDelta(t, tc.st.ReadUnits, m.Sum("ddbindex.read_units", on...), 1e-9, tc.op)
+		assert.Equal(t, float64(tc.st.Read), m.Sum("ddbindex.items.read", on...), tc.op)
+		assert.Equal(t, float64(tc.st.Returned), m.Sum("ddbindex.items.returned", on...), tc.op)
+		assert.Equal(t, float64(tc.st.Filtered), m.Sum("ddbindex.items.filtered", on...), tc.op)
+		assert.Equal(t, float64(tc.st.Dropped), m.Sum("ddbindex.items.dropped", on...), tc.op)
+		spans := h.Spans("ddbindex." + tc.op)
+		require.Len(t, spans, 1, tc.op)
+		assert.Len(t, spans[0].Events(), tc.st.Requests, "%s: an event per request", tc.op)
+	}
+	assert.Equal(t, 10, page.Stats.Returned)
+	assert.Equal(t, 5, all.Returned)
+	assert.Positive(t, all.Dropped, "All read past the fifth item before the caller stopped")
 }

@@ -225,7 +225,10 @@ func (h *LambdaHandler[T]) Apply(ctx context.Context, ev events.DynamoDBEvent) (
 					var st ddbindex.ApplyStats
 					var err error
 					if bad[i] != nil {
+						// applyRecord counts the records it tries; this one
+						// never reaches it.
 						st, err = h.c.poison(actx, arn, "", recs[i], bad[i], st)
+						h.c.tel.record(actx, createdAt(recs[i]), st, err)
 					} else {
 						st, err = h.c.applyRecord(actx, arn, "", recs[i])
 					}

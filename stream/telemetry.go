@@ -141,6 +141,7 @@ func (tel *telemetry) startSpan(ctx context.Context, name string) (context.Conte
 	if !span.IsRecording() {
 		return ctx, nil
 	}
+	ctx = context.WithValue(ctx, passSpanKey{}, span)
 	span.SetAttributes(attribute.String("ddbindex.table", tel.table))
 	return ctx, span
 }
@@ -163,10 +164,16 @@ func endPoll(span trace.Span, arn string, st ddbindex.ApplyStats, err error) {
 	span.End()
 }
 
-// page adds an event for a GetRecords page to the pass's span in ctx.
+// passSpanKey is the context key of the span startSpan started: the
+// consumer adds its events to that span alone, never to a span of the
+// application's that the context also carries.
+type passSpanKey struct{}
+
+// page adds an event for a GetRecords page to the pass's span in ctx, if
+// it has one.
 func page(ctx context.Context, shard string, recs []streamtypes.Record) {
-	span := trace.SpanFromContext(ctx)
-	if !span.IsRecording() {
+	span, _ := ctx.Value(passSpanKey{}).(trace.Span)
+	if span == nil || !span.IsRecording() {
 		return
 	}
 	kv := []attribute.KeyValue{attribute.String("aws.dynamodb.shard_id", shard), attribute.Int("ddbindex.stream.records", len(recs))}

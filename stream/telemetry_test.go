@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
@@ -132,6 +133,15 @@ func isChildOf(s sdktrace.ReadOnlySpan, spans []sdktrace.ReadOnlySpan) bool {
 // not tried, count as nothing until Lambda delivers them again.
 func TestLambdaHandlerTelemetry(t *testing.T) {
 	t.Parallel()
+	for _, kind := range []string{"REMOVE without its old image", "attribute value of no known type"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			lambdaTelemetry(t, kind)
+		})
+	}
+}
+
+func lambdaTelemetry(t *testing.T, kind string) {
 	ctx := t.Context()
 	h := oteltest.New(t)
 	tb, _ := newTestTable[stTicket](t, stFixedNow, func(o *ddbindex.Options) { o.MeterProvider, o.TracerProvider = h.MeterProvider, h.TracerProvider })
@@ -139,10 +149,15 @@ func TestLambdaHandlerTelemetry(t *testing.T) {
 	fs.shard("s0", "")
 	live := map[int]*stTicket{}
 	lsWork(t, fs, "s0", 0, 0, live)
-	keys := fs.find("s0").recs[0].Dynamodb.Keys
-	fs.addRaw("s0", streamtypes.Record{EventName: streamtypes.OperationTypeRemove, Dynamodb: &streamtypes.StreamRecord{
-		Keys: keys, StreamViewType: streamtypes.StreamViewTypeNewAndOldImages,
-	}}) // a REMOVE without its old image: poison
+	if kind == "REMOVE without its old image" {
+		keys := fs.find("s0").recs[0].Dynamodb.Keys
+		fs.addRaw("s0", streamtypes.Record{EventName: streamtypes.OperationTypeRemove, Dynamodb: &streamtypes.StreamRecord{
+			Keys: keys, StreamViewType: streamtypes.StreamViewTypeNewAndOldImages,
+		}})
+	} else {
+		x := fsTicket(99)
+		fs.add(t, "s0", nil, &x) // its Lambda form is damaged below
+	}
 	lsWork(t, fs, "s0", 0, 1, live)
 	fs.mu.Lock()
 	recs := append([]streamtypes.Record(nil), fs.find("s0").recs...)
@@ -150,6 +165,11 @@ func TestLambdaHandlerTelemetry(t *testing.T) {
 	const k = 5 // the poison record's place: after one round of 5 records
 	n := len(recs)
 	ev := lmEvent(t, recs)
+	if kind == "attribute value of no known type" {
+		// The handler cannot even convert it: it never reaches Apply, and
+		// is counted all the same.
+		ev.Records[k].Change.NewImage["title"] = events.DynamoDBAttributeValue{}
+	}
 	base := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	for i := range ev.Records {
 		ev.Records[i].Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: base.Add(time.Duration(i) * time.Second)}
@@ -203,4 +223,24 @@ func TestLambdaHandlerTelemetry(t *testing.T) {
 	for _, a := range applies {
 		assert.True(t, isChildOf(a, batches), "each Apply span is a child of its event's span")
 	}
+}
+
+// A consumer whose tracer is a no-op adds nothing to a span of the
+// application's that its context carries.
+func TestConsumerTracingOff(t *testing.T) {
+	t.Parallel()
+	tb, fs := fsSetup(t)
+	fs.shard("s0", "")
+	lsWork(t, fs, "s0", 0, 0, map[int]*stTicket{})
+	h := oteltest.New(t)
+	ctx, app := h.TracerProvider.Tracer("app").Start(t.Context(), "app")
+	st, err := NewConsumer(tb, fs, &MemoryCheckpoints{}, func(o *ConsumerOptions) {
+		o.Retry, o.TracerProvider = fast, tracenoop.NewTracerProvider()
+	}).Poll(ctx)
+	app.End()
+	require.NoError(t, err)
+	require.Positive(t, st.Changes)
+	spans := h.Spans("app")
+	require.Len(t, spans, 1)
+	assert.Empty(t, spans[0].Events())
 }
