@@ -970,7 +970,9 @@ func TestShardedShapesBare(t *testing.T) {
 		{ddbindex.Lt("y"), "< y", func(sk []any) bool { return sk[0].(string) < "y" }},
 		{ddbindex.BeginsWith("xx"), "begins_with xx", func(sk []any) bool { return strings.HasPrefix(sk[0].(string), "xx") }},
 		{ddbindex.Between(ddbindex.K(long, int64(12)), ddbindex.K(long[:1019]+"z")), "between long",
-			func(sk []any) bool { return shxTuple(sk, []any{long, int64(12)}) >= 0 && shxTuple(sk, []any{long[:1019] + "z"}) <= 0 }},
+			func(sk []any) bool {
+				return shxTuple(sk, []any{long, int64(12)}) >= 0 && shxTuple(sk, []any{long[:1019] + "z"}) <= 0
+			}},
 	} {
 		for _, desc := range []bool{false, true} {
 			want := mine.truth(live, []any{"t#"}, func(it shxBare) bool { return sc.match(mine.sort(it)) }, desc)
