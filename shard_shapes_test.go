@@ -3,6 +3,7 @@ package ddbindex_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -153,6 +154,33 @@ func shxReadN[T any](t *testing.T, ctx context.Context, q ddbindex.Query[T], id 
 		require.Less(t, len(pages), 2000, "pages do not end")
 		if p.Cursor == "" || len(pages) == n {
 			return pages
+		}
+		cursor = p.Cursor
+	}
+}
+
+// shxReadCapped reads every item of q, limit a page, through calls that
+// a cap may stop: each call must return an item or a new cursor.
+func shxReadCapped[T any](t *testing.T, ctx context.Context, q ddbindex.Query[T], id func(T) string, limit int) []string {
+	t.Helper()
+	got := []string{}
+	cursor := ""
+	for calls := 0; ; calls++ {
+		require.Less(t, calls, 3000, "capped calls do not end")
+		p, err := q.Limit(limit).After(cursor).Page(ctx)
+		var ce *ddbindex.CapError
+		if errors.As(err, &ce) {
+			require.Equal(t, p.Cursor, ce.Cursor)
+			require.NotEmpty(t, p.Cursor, "a capped call has a cursor")
+			require.True(t, len(p.Items) > 0 || p.Cursor != cursor, "call %d: a capped call returns nothing and the cursor it was given", calls)
+		} else {
+			require.NoError(t, err)
+		}
+		for _, it := range p.Items {
+			got = append(got, id(it))
+		}
+		if p.Cursor == "" {
+			return got
 		}
 		cursor = p.Cursor
 	}
@@ -375,6 +403,14 @@ func (x shxCase[T, V]) run(t *testing.T, ctx context.Context, rng *rand.Rand) {
 		ok, err := query(x.sharded[S]).Exists(ctx)
 		require.NoError(t, err)
 		require.Equal(t, len(want) > 0, ok, "%s: Exists on %d shards", label, S)
+
+		// MaxReadUnits: every capped call returns a cursor from which the
+		// rest follows, and makes progress.
+		if rng.IntN(2) == 0 {
+			units := []float64{0.5, 1, 2}[rng.IntN(3)]
+			require.Equal(t, want, shxReadCapped(t, ctx, query(x.sharded[S]).MaxReadUnits(units), x.m.id, limit),
+				"%s: %d shards, at most %g read units a call", label, S, units)
+		}
 
 		// Cursors between the twins: each continues the other's first page.
 		if len(plain) > 1 && x.v != nil {
@@ -1016,4 +1052,76 @@ func TestShardedShapesBare(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, len(want) > 0, ok, label)
 	}
+}
+
+// TestShardedCapsThroughTombstones: a call that MaxReadUnits stops before
+// it has an item to return, because the shards' first requests found only
+// tombstones, still returns a cursor past them (the entries every shard has
+// evaluated), as an unsharded read does from its LastEvaluatedKey. It used
+// to return the cursor it was given (the empty one on a first page), so the
+// caller read the same tombstones again and again, or took the empty cursor
+// for the end.
+func TestShardedCapsThroughTombstones(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := ddbtest.Client(t)
+	names := shxTables(t)
+	w, err := ddbindex.New[shItem](c, names)
+	require.NoError(t, err)
+	for _, in := range w.CreateTableInputs(false) {
+		ddbtest.CreateTable(t, c, in)
+	}
+	var want []string
+	for i := range 300 {
+		it := shItem{ID: fmt.Sprintf("c%03d", i), Feed: "f", Status: "open", At: int64(i)}
+		_, err := w.Put(ctx, it)
+		require.NoError(t, err)
+		if i%25 != 12 {
+			require.NoError(t, w.Delete(ctx, it))
+			continue
+		}
+		want = append(want, it.ID)
+	}
+	empty := map[string]int{} // capped calls that returned no item, by index
+	for _, index := range []string{"feed", "feed4", "feed16"} {
+		for _, desc := range []bool{false, true} {
+			for _, units := range []float64{0.5, 2} {
+				r, err := ddbindex.New[shItem](c, names) // nothing remembered of earlier reads
+				require.NoError(t, err)
+				q := r.Query(index, "f").MaxReadUnits(units)
+				exp := slices.Clone(want)
+				if desc {
+					q = q.Desc()
+					slices.Reverse(exp)
+				}
+				label := fmt.Sprintf("%s desc=%t units %g", index, desc, units)
+				var got []string
+				cursor := ""
+				for calls := 0; ; calls++ {
+					require.Less(t, calls, 1000, "%s: capped calls do not end", label)
+					p, err := q.Limit(2).After(cursor).Page(ctx)
+					var ce *ddbindex.CapError
+					if errors.As(err, &ce) {
+						require.Equal(t, p.Cursor, ce.Cursor, label)
+						require.NotEmpty(t, p.Cursor, "%s: a capped call has a cursor", label)
+						require.True(t, len(p.Items) > 0 || p.Cursor != cursor, "%s: call %d returns nothing and the cursor it was given", label, calls)
+						if len(p.Items) == 0 {
+							empty[index]++
+						}
+					} else {
+						require.NoError(t, err, label)
+					}
+					for _, it := range p.Items {
+						got = append(got, it.ID)
+					}
+					if p.Cursor == "" {
+						break
+					}
+					cursor = p.Cursor
+				}
+				require.Equal(t, exp, got, label)
+			}
+		}
+	}
+	require.Positive(t, empty["feed16"], "some calls on 16 shards stop in tombstones before any item")
 }
