@@ -300,9 +300,15 @@ func (m *merger[T]) capped(n int) error {
 	return ce
 }
 
-// resume is where a call stopped now continues: after the last entry
-// yielded, else where it started.
+// resume is where a call stopped now continues: after the entries every
+// shard has evaluated when they reach past the last entry yielded (see
+// evaluated), else after the last entry yielded, else where it started. A
+// call that a cap stops in a run of tombstones thus still makes progress,
+// as an unsharded one does from its LastEvaluatedKey.
 func (m *merger[T]) resume() cursorPos {
+	if pos := m.evaluated(); pos != nil {
+		return cursorPos{at: pos}
+	}
 	if m.lastOut == nil {
 		return m.p.start
 	}
@@ -311,6 +317,40 @@ func (m *merger[T]) resume() cursorPos {
 		return m.p.start // unreachable: every yielded entry's position was read
 	}
 	return cursorPos{at: pos}
+}
+
+// evaluated returns the position of the first of the shards' last
+// evaluated entries, in the query's order, when every shard that has more
+// entries has been read, and that position lies after the last entry
+// yielded and before every entry read and not yet yielded: no live entry
+// between the two remains to be yielded, since each shard has evaluated
+// every entry up to its own last one. It returns nil otherwise.
+func (m *merger[T]) evaluated() position {
+	attr := m.p.def.sk.attr
+	var at *shardStream[T]
+	for _, s := range m.streams {
+		switch {
+		case !s.more:
+			continue // every entry of the shard has been read
+		case !s.sent || s.pg.pos == nil:
+			return nil
+		case at == nil || m.before(s.last(attr), at.last(attr)):
+			at = s
+		}
+	}
+	if at == nil {
+		return nil
+	}
+	k := at.last(attr)
+	if m.lastOut != nil && !m.before(sortKey(m.lastOut, attr), k) {
+		return nil
+	}
+	for _, s := range m.streams {
+		if len(s.buf) > 0 && !m.before(k, s.head(attr)) {
+			return nil
+		}
+	}
+	return at.pg.pos
 }
 
 // cursor mints the cursor for c, as a pager does.
