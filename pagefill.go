@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -247,6 +248,21 @@ func pageWant(limit int, peek bool) int {
 	return limit
 }
 
+// failedFill reports what a page fill that failed with err (nil: did not
+// fail) had read, s, to ReportTo's Stats and to the call's telemetry: the
+// caller has no Page to take them from, and a read that fails part way
+// (throttled, ErrNoProgress) is when costs matter most. A fill that stops
+// at a cap returns its Page, which reports them.
+func (q Query[T]) failedFill(ctx context.Context, err error, s Stats) {
+	if err == nil || errors.As(err, new(*CapError)) {
+		return
+	}
+	if q.report != nil {
+		q.report.add(s)
+	}
+	callFrom(ctx).readStats(s)
+}
+
 // fill reads one page of up to limit live items (of a sharded index: see
 // fillSharded).
 func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (_ *Page[T], err error) {
@@ -255,7 +271,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	}
 	pg := newPager(q, p, peek, optFns)
 	defer pg.remember()
-	defer func() { failedRead(ctx, err, pg.total) }()
+	defer func() { q.failedFill(ctx, err, pg.total) }()
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the
 	// cursor is then "" exactly when nothing live follows, so no call ends

@@ -129,7 +129,7 @@ func (q Query[T]) MaxReadUnits(units float64) Query[T] { q.maxUnits = units; ret
 func (q Query[T]) IncludeDeleted() Query[T] { q.deleted = true; return q }
 
 // ReportTo adds each call's costs to *s (for All and Exists, which return no
-// Page).
+// Page, and for a call that fails part way, which returns none either).
 func (q Query[T]) ReportTo(s *Stats) Query[T] { q.report = s; return q }
 
 // Page is one page of a query.

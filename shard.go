@@ -612,7 +612,7 @@ func (m *merger[T]) itemBytes() float64 {
 func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (_ *Page[T], err error) {
 	m := newMerger(q, p, peek, optFns)
 	defer m.remember()
-	defer func() { failedRead(ctx, err, m.stats()) }()
+	defer func() { q.failedFill(ctx, err, m.stats()) }()
 	limit = min(limit, maxPageItems)
 	want := pageWant(limit, peek)
 	var raw []map[string]types.AttributeValue

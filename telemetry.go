@@ -527,16 +527,6 @@ func endPage[T any](ctx context.Context, c *call, page *Page[T], err error) {
 	c.end(ctx, err)
 }
 
-// failedRead gives the call in ctx, if any, what a page fill that failed
-// with err (nil: did not fail) had read: endPage has no page to take the
-// Stats from, and a read that fails part way (throttled, ErrNoProgress) is
-// what the metrics are for.
-func failedRead(ctx context.Context, err error, s Stats) {
-	if err != nil {
-		callFrom(ctx).readStats(s)
-	}
-}
-
 // cursor notes on the span whether a page has a cursor.
 func (c *call) cursor(has bool) {
 	if c != nil && c.span != nil {

@@ -200,13 +200,16 @@ func TestTelemetryCapAndNoProgress(t *testing.T) {
 	// sent: the page fill stops with ErrNoProgress.
 	stuck := coldMemo(tb)
 	stuck.client = calls{&tmStuckClient{Client: c}}
-	_, err = stuck.Query("by_team", "T1").Limit(1).Page(ctx)
+	var failed Stats
+	_, err = stuck.Query("by_team", "T1").Limit(1).ReportTo(&failed).Page(ctx)
 	require.ErrorIs(t, err, ErrNoProgress)
+	assert.Equal(t, 2, failed.Requests, "ReportTo has the failed call's costs too")
 	m = h.Metrics(t)
 	assert.Equal(t, float64(1), m.Sum("ddbindex.no_progress", on...))
 	assert.Equal(t, float64(1), m.Sum("ddbindex.errors", append(on, attrErrorType.String("DDBX-400"))...))
 	assert.Equal(t, float64(1+2), m.Sum("ddbindex.requests", on...), "the capped call's request and the stuck call's two")
-	assert.Greater(t, m.Sum("ddbindex.items.read", on...), float64(3), "the failed call's reads count too")
+	assert.Equal(t, float64(3+failed.Read), m.Sum("ddbindex.items.read", on...), "the failed call's reads count too")
+	assert.Positive(t, failed.Read)
 	count, _ = m.Hist("ddbindex.tombstone_ratio", on...)
 	assert.Equal(t, uint64(2), count, "the failed call records its ratio")
 }
