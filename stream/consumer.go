@@ -633,54 +633,10 @@ type recordResult struct {
 func (c *Consumer[T]) applyPage(ctx context.Context, arn, shard string, recs []streamtypes.Record) (ddbindex.ApplyStats, error) {
 	var st ddbindex.ApplyStats
 	n := len(recs)
-	// stop is the index of the first record known to have failed (n: none,
-	// -1: stop everything). A worker lowers it before it reports the
-	// failure, so it never starts a later record of the same item.
-	var stop atomic.Int64
-	stop.Store(int64(n))
-	lower := func(i int64) {
-		for {
-			cur := stop.Load()
-			if i >= cur || stop.CompareAndSwap(cur, i) {
-				return
-			}
-		}
-	}
-	var items [][]int
-	if c.opts.Workers == 1 {
-		// One worker: the page in stream order, which keeps every item's
-		// order, and lets the checkpoint follow record by record.
-		items = make([][]int, n)
-		for i := range items {
-			items[i] = []int{i}
-		}
-	} else {
-		items = groupByItem(recs)
-	}
-	jobs := make(chan []int, len(items))
-	for _, item := range items {
-		jobs <- item
-	}
-	close(jobs)
 	results := make(chan recordResult, n)
-	var wg sync.WaitGroup
-	for range min(c.opts.Workers, len(items)) {
-		wg.Go(func() {
-			for item := range jobs {
-				for _, i := range item {
-					if int64(i) > stop.Load() {
-						results <- recordResult{i: i, stopped: true}
-						continue
-					}
-					s, err := c.applyRecord(ctx, arn, shard, recs[i])
-					if err != nil {
-						lower(int64(i))
-					}
-					results <- recordResult{i: i, st: s, err: err}
-				}
-			}
-		})
-	}
+	stopAll, wait := applyByItem(recs, c.opts.Workers, func(i int) (ddbindex.ApplyStats, error) {
+		return c.applyRecord(ctx, arn, shard, recs[i])
+	}, func(r recordResult) { results <- r })
 
 	done := make([]bool, n)
 	next, saved := 0, 0 // recs[:next] are applied, recs[:saved] checkpointed
@@ -704,13 +660,13 @@ func (c *Consumer[T]) applyPage(ctx context.Context, arn, shard string, recs []s
 		}
 		if cpErr == nil && next-saved >= c.opts.CheckpointEvery {
 			if cpErr = c.checkpoint(ctx, shard, recs[saved:next]); cpErr != nil {
-				lower(-1)
+				stopAll()
 			} else {
 				saved = next
 			}
 		}
 	}
-	wg.Wait()
+	wait()
 	if next > saved && cpErr == nil {
 		cctx := ctx
 		if ctx.Err() != nil {
@@ -745,6 +701,66 @@ func (c *Consumer[T]) checkpoint(ctx context.Context, shard string, recs []strea
 		}
 	}
 	return nil
+}
+
+// applyByItem applies recs on up to workers goroutines and hands each
+// record's outcome to out, from the worker that applied it. The records are
+// grouped by base item (groupByItem; with one worker, taken one by one in
+// stream order): a worker takes the next item's records and applies them in
+// order, so one item's changes are applied in order and different items' in
+// parallel. Once a record has failed, the records after it are no longer
+// started (out gets them as stopped); a worker notes the failure before it
+// reports it, so it never starts a later record of the same item. stopAll
+// makes the workers start no record at all; wait waits for them.
+func applyByItem(recs []streamtypes.Record, workers int, apply func(i int) (ddbindex.ApplyStats, error), out func(recordResult)) (stopAll, wait func()) {
+	n := len(recs)
+	// stop is the index of the first record known to have failed (n: none,
+	// -1: stop everything).
+	var stop atomic.Int64
+	stop.Store(int64(n))
+	lower := func(i int64) {
+		for {
+			cur := stop.Load()
+			if i >= cur || stop.CompareAndSwap(cur, i) {
+				return
+			}
+		}
+	}
+	var items [][]int
+	if workers == 1 {
+		// One worker: the records in stream order, which keeps every
+		// item's order, and lets a checkpoint follow record by record.
+		items = make([][]int, n)
+		for i := range items {
+			items[i] = []int{i}
+		}
+	} else {
+		items = groupByItem(recs)
+	}
+	jobs := make(chan []int, len(items))
+	for _, item := range items {
+		jobs <- item
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for range min(workers, len(items)) {
+		wg.Go(func() {
+			for item := range jobs {
+				for _, i := range item {
+					if int64(i) > stop.Load() {
+						out(recordResult{i: i, stopped: true})
+						continue
+					}
+					st, err := apply(i)
+					if err != nil {
+						lower(int64(i))
+					}
+					out(recordResult{i: i, st: st, err: err})
+				}
+			}
+		})
+	}
+	return func() { lower(-1) }, wg.Wait
 }
 
 // groupByItem returns the indexes of recs grouped by base item (by the

@@ -3,8 +3,6 @@ package stream
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -185,62 +183,19 @@ func (h *LambdaHandler[T]) Apply(ctx context.Context, ev events.DynamoDBEvent) (
 		defer cancel()
 	}
 
-	// stop is the index of the first record known to have failed (n:
-	// none): records after it are not started.
-	var stop atomic.Int64
-	stop.Store(int64(n))
-	lower := func(i int64) {
-		for {
-			cur := stop.Load()
-			if i >= cur || stop.CompareAndSwap(cur, i) {
-				return
-			}
-		}
-	}
-	var items [][]int
-	if h.opts.Workers == 1 {
-		items = make([][]int, n)
-		for i := range items {
-			items[i] = []int{i}
-		}
-	} else {
-		items = groupByItem(recs)
-	}
-	jobs := make(chan []int, len(items))
-	for _, item := range items {
-		jobs <- item
-	}
-	close(jobs)
 	results := make([]recordResult, n) // each written by the one worker of its item
-	var wg sync.WaitGroup
-	for range min(h.opts.Workers, len(items)) {
-		wg.Go(func() {
-			for item := range jobs {
-				for _, i := range item {
-					if int64(i) > stop.Load() {
-						results[i] = recordResult{i: i, stopped: true}
-						continue
-					}
-					arn := ev.Records[i].EventSourceArn
-					var st ddbindex.ApplyStats
-					var err error
-					if bad[i] != nil {
-						// applyRecord counts the records it tries; this one
-						// never reaches it.
-						st, err = h.c.poison(actx, arn, "", recs[i], bad[i], st)
-						h.c.tel.record(actx, createdAt(recs[i]), st, err)
-					} else {
-						st, err = h.c.applyRecord(actx, arn, "", recs[i])
-					}
-					if err != nil {
-						lower(int64(i))
-					}
-					results[i] = recordResult{i: i, st: st, err: err}
-				}
-			}
-		})
-	}
-	wg.Wait()
+	_, wait := applyByItem(recs, h.opts.Workers, func(i int) (ddbindex.ApplyStats, error) {
+		arn := ev.Records[i].EventSourceArn
+		if bad[i] == nil {
+			return h.c.applyRecord(actx, arn, "", recs[i])
+		}
+		// applyRecord counts the records it tries; this one never
+		// reaches it.
+		st, err := h.c.poison(actx, arn, "", recs[i], bad[i], ddbindex.ApplyStats{})
+		h.c.tel.record(actx, createdAt(recs[i]), st, err)
+		return st, err
+	}, func(r recordResult) { results[r.i] = r })
+	wait()
 
 	failedAt := n
 	for i, r := range results {
