@@ -35,67 +35,47 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 	if err != nil {
 		return err
 	}
-	var old map[string]types.AttributeValue
 	if t.writeThrough() {
-		if old, err = t.current(ctx, key, optFns); err != nil {
-			return err
-		}
-		if old == nil && t.s.version == nil {
-			return nil
-		}
-	}
-	cond, what, hasCond := t.guard(expected, old, t.writeThrough())
-	var base action
-	var token string
-	if t.s.softDelete {
-		upd := t.softDeleteMark()
-		if t.s.version != nil {
-			upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
-		}
-		if !hasCond {
-			cond, what, hasCond = expression.Name(t.s.base.pk.attr).AttributeExists(), "the item exists", true
-		}
-		if !t.writeThrough() {
-			token = newToken()
-			upd, cond = t.withToken(upd, cond, token)
-		}
-		b := expression.NewBuilder().WithUpdate(upd)
-		b = b.WithCondition(cond)
-		expr, err := b.Build()
-		if err != nil {
-			return writeErr("%w", err)
-		}
-		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(t.TableName()), Key: key, UpdateExpression: expr.Update(),
-			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}}}
-	} else {
-		del := &types.Delete{TableName: aws.String(t.TableName()), Key: key}
-		if hasCond {
-			expr, err := expression.NewBuilder().WithCondition(cond).Build()
-			if err != nil {
-				return writeErr("%w", err)
+		for attempt := 0; ; attempt++ {
+			err := t.deleteThrough(ctx, expected, key, optFns)
+			if !t.again(err, attempt) {
+				return err
 			}
-			del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
-			del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		}
-		base = action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Delete: del}}
 	}
-	if !t.writeThrough() {
-		// Our own write, applied by an attempt whose answer was lost: a
-		// soft delete finds its token; a hard delete finds the item gone,
-		// which only a retried call may take for its own doing.
-		ours := func(cur map[string]types.AttributeValue) bool { return cur == nil }
-		if t.s.softDelete {
-			ours = func(cur map[string]types.AttributeValue) bool { return t.hasToken(cur, token) }
-		}
-		err := t.single(ctx, "delete", base, expected, optFns, ours)
-		if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
-			// The only condition was that the item exists (so that the
-			// update does not create it): a missing item is no error.
-			return nil
-		}
+	base, token, err := t.deleteAction(expected, key, nil, false)
+	if err != nil {
+		return err
+	}
+	// Our own write, applied by an attempt whose answer was lost: a soft
+	// delete finds its token; a hard delete finds the item gone, which only
+	// a retried call may take for its own doing.
+	ours := func(cur map[string]types.AttributeValue) bool { return cur == nil }
+	if t.s.softDelete {
+		ours = func(cur map[string]types.AttributeValue) bool { return t.hasToken(cur, token) }
+	}
+	err = t.single(ctx, "delete", base, expected, optFns, ours)
+	if t.s.softDelete && t.s.version == nil && errors.Is(err, ErrConflict) {
+		// The only condition was that the item exists (so that the update
+		// does not create it): a missing item is no error.
+		return nil
+	}
+	return err
+}
+
+// deleteThrough is one attempt of a write-through Delete: it reads the
+// stored item and sends the delete and the index tombstones computed from
+// it in one transaction, conditioned on the item being as read.
+func (t *Table[T]) deleteThrough(ctx context.Context, expected uint64, key map[string]types.AttributeValue, optFns []func(*dynamodb.Options)) error {
+	old, err := t.current(ctx, key, optFns)
+	if err != nil {
+		return err
+	}
+	if t.s.version == nil && (old == nil || t.opts.isTombstone(old)) {
+		return nil // nothing to delete, and no version to check
+	}
+	base, _, err := t.deleteAction(expected, key, old, true)
+	if err != nil {
 		return err
 	}
 	idx, err := t.indexActions(Change{Old: old, Version: t.changeVersion(expected + 1)})
@@ -103,4 +83,41 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 		return err
 	}
 	return t.transact(ctx, "delete", append([]action{base}, idx...), optFns)
+}
+
+// deleteAction is the base-table action of a Delete of the item at key,
+// read as old in write-through mode: a soft delete's update, which stores
+// a new write token (returned), or a delete.
+func (t *Table[T]) deleteAction(expected uint64, key, old map[string]types.AttributeValue, writeThrough bool) (action, string, error) {
+	cond, what, hasCond := t.guard(expected, old, writeThrough)
+	if !t.s.softDelete {
+		del := &types.Delete{TableName: aws.String(t.TableName()), Key: key}
+		if hasCond {
+			expr, err := expression.NewBuilder().WithCondition(cond).Build()
+			if err != nil {
+				return action{}, "", writeErr("%w", err)
+			}
+			del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+			del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		}
+		return action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Delete: del}}, "", nil
+	}
+	upd := t.softDeleteMark()
+	if t.s.version != nil {
+		upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
+	}
+	if !hasCond {
+		cond, what = expression.Name(t.s.base.pk.attr).AttributeExists(), "the item exists"
+	}
+	token := newToken()
+	upd, cond = t.withToken(upd, cond, token)
+	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return action{}, "", writeErr("%w", err)
+	}
+	return action{cond: what, found: t.foundFor("delete", expected), item: types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(t.TableName()), Key: key, UpdateExpression: expr.Update(),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}}, token, nil
 }

@@ -47,15 +47,54 @@ func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamod
 	if sameAttrs(pf.key, pt.key, "") {
 		return to, writeErr("Move of %s to the same key %s: use Put", t.s.model, keyString(pt.key))
 	}
-	var old map[string]types.AttributeValue
-	if t.writeThrough() {
-		if old, err = t.current(ctx, pf.key, optFns); err != nil {
+	if !t.writeThrough() {
+		acts, err := t.moveActions(expected, pf, pt, nil, false)
+		if err != nil {
 			return to, err
 		}
-		if old == nil {
-			return to, &ConflictError{Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " holds the item; " + t.found(nil, expected, "move")}}
+		return to, t.transact(ctx, "move", acts, optFns)
+	}
+	for attempt := 0; ; attempt++ {
+		err := t.moveThrough(ctx, expected, pf, pt, optFns)
+		if !t.again(err, attempt) {
+			return to, err
 		}
 	}
+}
+
+// moveThrough is one attempt of a write-through Move: it reads the item at
+// the old key and sends the move with the index writes computed from it in
+// one transaction, conditioned on the item being as read.
+func (t *Table[T]) moveThrough(ctx context.Context, expected uint64, pf, pt *prepared, optFns []func(*dynamodb.Options)) error {
+	old, err := t.current(ctx, pf.key, optFns)
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		return &ConflictError{Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " holds the item; " + t.found(nil, expected, "move")}}
+	}
+	t.stamp(pt.av)
+	acts, err := t.moveActions(expected, pf, pt, old, true)
+	if err != nil {
+		return err
+	}
+	version := t.changeVersion(expected + 1)
+	gone, err := t.indexActions(Change{Old: old, Version: version})
+	if err != nil {
+		return err
+	}
+	came, err := t.indexActions(Change{New: pt.av, Version: version})
+	if err != nil {
+		return err
+	}
+	return t.transact(ctx, "move", append(append(acts, gone...), came...), optFns)
+}
+
+// moveActions is the base-table actions of a Move from pf to pt: the
+// delete at the old key, conditioned on the item there (read as old in
+// write-through mode), and the put at the new key, conditioned on nothing
+// being there.
+func (t *Table[T]) moveActions(expected uint64, pf, pt *prepared, old map[string]types.AttributeValue, writeThrough bool) ([]action, error) {
 	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
 	what := "the old key " + keyString(pf.key) + " holds the item"
 	if t.s.softDelete {
@@ -63,12 +102,12 @@ func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamod
 		cond = cond.And(liveCondition(&t.opts))
 		what = "the old key " + keyString(pf.key) + " holds the item, not deleted"
 	}
-	if g, gwhat, ok := t.guard(expected, old, t.writeThrough()); ok {
+	if g, gwhat, ok := t.guard(expected, old, writeThrough); ok {
 		cond, what = cond.And(g), what+" and "+gwhat
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return to, writeErr("%w", err)
+		return nil, writeErr("%w", err)
 	}
 	acts := []action{{cond: what, found: t.foundFor("move", expected), item: types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(t.TableName()), Key: pf.key, ConditionExpression: expr.Condition(),
@@ -87,20 +126,7 @@ func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamod
 			return "found another item there" + ver + ": move to another key, or delete that item first"
 		})
 	if err != nil {
-		return to, err
+		return nil, err
 	}
-	acts = append(acts, put...)
-	if t.writeThrough() {
-		version := t.changeVersion(expected + 1)
-		gone, err := t.indexActions(Change{Old: old, Version: version})
-		if err != nil {
-			return to, err
-		}
-		came, err := t.indexActions(Change{New: pt.av, Version: version})
-		if err != nil {
-			return to, err
-		}
-		acts = append(append(acts, gone...), came...)
-	}
-	return to, t.transact(ctx, "move", acts, optFns)
+	return append(acts, put...), nil
 }

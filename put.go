@@ -17,7 +17,9 @@ import (
 // tombstone's, so versions never go back (a copy read before the delete
 // still conflicts, and index entries written through stay ordered). A
 // mismatch is a *ConflictError that says what was found and what to do. In
-// write-through mode the index-table writes go in the same transaction.
+// write-through mode Put reads the stored item and the index-table writes
+// go in the same transaction, conditioned on the item being as read (see
+// the note on write-through at [Options.WriteThrough]).
 //
 // Put cannot change an item's key: an item with other key values is another
 // item. To change key values, use [Table.Move]. An item whose field tagged
@@ -51,25 +53,40 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 		_, err = t.putItem(ctx, p, cond, what, true, expected, optFns)
 		return item, err
 	}
+	for attempt := 0; ; attempt++ {
+		err := t.putThrough(ctx, &item, p, expected, optFns)
+		if !t.again(err, attempt) {
+			return item, err
+		}
+	}
+}
+
+// putThrough is one attempt of a write-through Put: it reads the stored
+// item and sends the base write and the index writes computed from it in
+// one transaction, conditioned on the item being as read.
+func (t *Table[T]) putThrough(ctx context.Context, item *T, p *prepared, expected uint64, optFns []func(*dynamodb.Options)) error {
 	old, err := t.current(ctx, p.key, optFns)
 	if err != nil {
-		return item, err
+		return err
 	}
 	next := expected + 1
 	if t.s.version != nil && expected == 0 && old != nil && t.opts.isTombstone(old) {
 		_, _, next = t.overTombstone(old)
-		t.setStoredVersion(&item, p.av, next)
 	}
+	if t.s.version != nil {
+		t.setStoredVersion(item, p.av, next)
+	}
+	t.stamp(p.av)
 	cond, what, _ := t.guard(expected, old, true)
 	acts, err := t.putAction(p.av, cond, what, t.foundFor("put", expected))
 	if err != nil {
-		return item, err
+		return err
 	}
 	idx, err := t.indexActions(Change{Old: old, New: p.av, Version: t.changeVersion(next)})
 	if err != nil {
-		return item, err
+		return err
 	}
-	return item, t.transact(ctx, "put", append(acts, idx...), optFns)
+	return t.transact(ctx, "put", append(acts, idx...), optFns)
 }
 
 // putItem sends a Put's PutItem, with cond when ok, and settles a failed

@@ -67,11 +67,12 @@ type Options struct {
 	// wrote an index table entry. Default "_ver".
 	VersionAttr string
 	// WriteTokenAttr is the base-table attribute where each UpdateItem the
-	// library sends (Update, and Delete of a softdelete model without
-	// write-through) records a random token of that write, so that a retry
-	// of an attempt whose answer was lost recognises its own write instead
-	// of reporting a conflict, or applying the update twice. Index-table
-	// entries do not copy it. Default "_wtok".
+	// library sends (Update, and Delete of a softdelete model) records a
+	// random token of that write, so that a retry of an attempt whose answer
+	// was lost recognises its own write instead of reporting a conflict, or
+	// applying the update twice. Every write-through write stores a new one
+	// too, so that a write that read the item before it can tell (see
+	// WriteThrough). Index-table entries do not copy it. Default "_wtok".
 	WriteTokenAttr string
 	// Retention is how long a tombstone lives before TTL removes it.
 	// Default 7 days.
@@ -101,6 +102,14 @@ type Options struct {
 	// WriteThrough makes Put, Delete and Move write the index tables in the
 	// same TransactWriteItems as the base item, so index tables are strongly
 	// consistent with it. Without it, a stream consumer keeps them in step.
+	//
+	// Each such write reads the stored item (strongly consistent), computes
+	// the index writes from it, and conditions the transaction on the item
+	// being as read: its version, key fields, tombstone mark and write token
+	// (WriteTokenAttr, stored anew by every write-through write). When it
+	// changed in between, even if it was deleted and created again at the
+	// same version, a model with a version field gets a *ConflictError and
+	// one without reads the item again and retries, up to 8 attempts.
 	WriteThrough bool
 
 	// Routes are the static routes of indexes that keep two forms (keep= in

@@ -171,22 +171,31 @@ func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, keyTexts, er
 // planned for. With a version field: the version equals expected, or for
 // expected 0 the item does not exist, or is the tombstone old (read before
 // the write) at its version: Put creates an item again over its tombstone.
-// Without one, in write-through mode: the key component attributes equal
-// those of old (so the index entries it tombstones are the right ones), or
-// the item does not exist when old is nil. It returns ok=false when no
-// condition is needed.
+// In write-through mode the index writes were computed from old, so the
+// condition also holds the stored item to old as read (see asRead): a
+// version alone does not, since a hard delete forgets it and an item
+// created again starts at version 1. Without a version field, in
+// write-through mode: the item is old as read, or does not exist when old
+// is nil. It returns ok=false when no condition is needed.
 func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, writeThrough bool) (expression.ConditionBuilder, string, bool) {
 	pk := expression.Name(t.s.base.pk.attr)
 	if t.s.version != nil {
-		if expected == 0 {
-			if old != nil && t.opts.isTombstone(old) {
-				cond, what, _ := t.overTombstone(old)
-				return cond, what, true
-			}
+		var cond expression.ConditionBuilder
+		var what string
+		switch {
+		case expected == 0 && old != nil && t.opts.isTombstone(old):
+			cond, what, _ = t.overTombstone(old)
+		case expected == 0:
 			return pk.AttributeNotExists(), "no item has this key yet (version 0 creates it)", true
+		default:
+			cond, what = expression.Name(t.s.version.attr).Equal(expression.Value(expected)), fmt.Sprintf("the item is at version %d", expected)
 		}
-		return expression.Name(t.s.version.attr).Equal(expression.Value(expected)),
-			fmt.Sprintf("the item is at version %d", expected), true
+		if writeThrough && old != nil {
+			// When only this part fails, the version holds, and found
+			// says that the item was deleted and created again.
+			cond = cond.And(t.asRead(old))
+		}
+		return cond, what, true
 	}
 	if !writeThrough {
 		return expression.ConditionBuilder{}, "", false
@@ -194,24 +203,44 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 	if old == nil {
 		return pk.AttributeNotExists(), "no item has this key yet", true
 	}
-	var conds []expression.ConditionBuilder
-	names := make([]string, 0, len(t.s.fields))
+	return pk.AttributeExists().And(t.asRead(old)), "the item is unchanged since it was read", true
+}
+
+// asRead is the condition that the stored item is old, the item a
+// write-through write read and computed its index writes from: the same
+// write token (every write-through write stores a new one, see stamp), or
+// none when old had none, and the same key fields and tombstone mark, which
+// are all that the index writes depend on (the new entries are written
+// whole). A write by any other writer of the library, a delete and a
+// creation again among them, changes the token.
+func (t *Table[T]) asRead(old map[string]types.AttributeValue) expression.ConditionBuilder {
+	names := make([]string, 0, len(t.s.fields)+2)
 	for _, f := range t.s.fields {
 		names = append(names, f.attr)
 	}
+	names = append(names, t.opts.DeletedAttr, t.opts.WriteTokenAttr)
 	slices.Sort(names)
-	for _, a := range names {
+	names = slices.Compact(names)
+	var c expression.ConditionBuilder
+	for i, a := range names {
+		x := expression.Name(a).AttributeNotExists()
 		if v, ok := old[a]; ok {
-			conds = append(conds, expression.Name(a).Equal(expression.Value(v)))
+			x = expression.Name(a).Equal(expression.Value(v))
+		}
+		if i == 0 {
+			c = x
 		} else {
-			conds = append(conds, expression.Name(a).AttributeNotExists())
+			c = c.And(x)
 		}
 	}
-	c := pk.AttributeExists()
-	for _, x := range conds {
-		c = c.And(x)
-	}
-	return c, "the item's key attributes are unchanged since it was read", true
+	return c
+}
+
+// stamp stores a new write token in av, an item a write-through write is
+// about to store, so that a write that read the item before it no longer
+// finds the item as read (see asRead).
+func (t *Table[T]) stamp(av map[string]types.AttributeValue) {
+	av[t.opts.WriteTokenAttr] = &types.AttributeValueMemberS{Value: newToken()}
 }
 
 // changeVersion is the version index entries written through carry: the
@@ -221,6 +250,35 @@ func (t *Table[T]) changeVersion(newVersion uint64) string {
 		return strconv.FormatUint(newVersion, 10)
 	}
 	return strconv.FormatInt(t.opts.Now().UnixNano(), 10)
+}
+
+// throughAttempts bounds the attempts of a write-through Put, Delete or
+// Move (see again).
+const throughAttempts = 8
+
+// again reports whether a write-through transaction that failed with err,
+// on attempt (from 0), is to be made again from a new read of the item: when
+// another transaction on the same items was in flight (TransactionConflict),
+// or, for a model without a version field, whose writes expect nothing of
+// the stored item, when the item changed between the read and the
+// transaction (the base action, first, failed its condition). With a
+// version field a changed item is a conflict for the caller to resolve.
+func (t *Table[T]) again(err error, attempt int) bool {
+	var tce *types.TransactionCanceledException
+	if attempt+1 >= throughAttempts || !errors.As(err, &tce) {
+		return false
+	}
+	for i, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "TransactionConflict":
+			return true
+		case "ConditionalCheckFailed":
+			if i == 0 && t.s.version == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (t *Table[T]) writeThrough() bool { return t.opts.WriteThrough && t.hasIndexTables() }
@@ -495,6 +553,18 @@ func (t *Table[T]) found(cur map[string]types.AttributeValue, expected uint64, o
 		return st + ": it was deleted since it was read; to create it again, put it with version 0"
 	case t.s.version != nil && expected == 0 && op == "put":
 		return st + ": another writer created it first; read it and put your change on that copy, or use another key"
+	case t.s.version != nil && expected > 0 && t.storedVersion(cur) == strconv.FormatUint(expected, 10):
+		// The version holds, so the image as read (see asRead) did not:
+		// the item was deleted for good and created again (its version
+		// starting again) between the read and the write.
+		todo := "apply your change to that copy"
+		switch op {
+		case "delete":
+			todo = "delete that copy if you still mean to"
+		case "move":
+			todo = "move that copy"
+		}
+		return st + ", but not the item that was read: it was deleted and created again since; re-read it and " + todo
 	case op == "delete":
 		return st + ": another write came first; re-read it" + now + ", and delete that copy if you still mean to"
 	case op == "move":
