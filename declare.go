@@ -95,6 +95,7 @@ type field struct {
 	omitEmpty bool
 	unixTime  bool    // dynamodbav:",unixtime": stored as whole epoch seconds
 	canon     encoder // the default encoder: positions and cursors hold this text
+	stored    string  // the attribute types its stored form may have (storedAs)
 }
 
 // component is one field in one key role, with that role's format and label.
@@ -399,6 +400,7 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		if fl.unixTime && ft != timeType {
 			fl.unixTime = false // attributevalue applies unixtime to times only
 		}
+		fl.stored = storedAs(ft)
 		fl.ord = len(s.fields)
 		s.fields = append(s.fields, fl)
 		for _, role := range strings.Split(tag, ";") {

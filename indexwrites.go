@@ -47,13 +47,19 @@ type IndexWrite struct {
 //	projected attributes changed, keys the same    → put the entry
 //	nothing the index holds changed                → no write
 //
-// It sends nothing. Its errors match [ErrInvalidWrite]: a change that
-// cannot be written (a malformed version, an image that does not fit the
-// model, a key value out of range) fails the same way however often it is
-// tried.
+// A change with neither image changes nothing. It sends nothing. A change
+// that cannot be written fails the same way however often it is tried: an
+// image that is present but empty is an error matching [ErrStreamRecord]
+// (a stream record whose image was lost); every other error matches
+// [ErrInvalidWrite]: a malformed version, an image that does not fit the
+// model (without its base key attributes or their components, or with a
+// key attribute, of the base table or of any index, stored as another type
+// than the model stores it), a key value out of range. An index component
+// that is absent or NULL leaves the item out of that index (a sparse
+// index).
 func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	defer func() {
-		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) {
+		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) && !errors.Is(retErr, ErrStreamRecord) {
 			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
 		}
 	}()
@@ -63,6 +69,20 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	if !t.hasIndexTables() {
 		return nil, nil
 	}
+	for _, img := range []struct {
+		which string
+		img   map[string]types.AttributeValue
+	}{{"old", c.Old}, {"new", c.New}} {
+		if img.img == nil {
+			continue
+		}
+		if len(img.img) == 0 {
+			return nil, fmt.Errorf("%w: change %s: the %s image is empty", ErrStreamRecord, c.Version, img.which)
+		}
+		if err := t.checkBaseKey(img.which, img.img); err != nil {
+			return nil, err
+		}
+	}
 	oldImg, newImg := t.liveImage(c.Old), t.liveImage(c.New)
 	var oldTexts, newTexts keyTexts
 	var err error
@@ -70,9 +90,15 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 		if oldTexts, err = t.s.imageTexts(oldImg, nil, nil); err != nil {
 			return nil, err
 		}
+		if err := t.checkBaseTexts("old", oldTexts); err != nil {
+			return nil, err
+		}
 	}
 	if newImg != nil {
 		if newTexts, err = t.s.imageTexts(newImg, oldImg, oldTexts); err != nil {
+			return nil, err
+		}
+		if err := t.checkBaseTexts("new", newTexts); err != nil {
 			return nil, err
 		}
 	}
@@ -115,6 +141,40 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// checkBaseKey checks that an image holds the base key attributes, stored
+// as their key schema says.
+func (t *Table[T]) checkBaseKey(which string, img map[string]types.AttributeValue) error {
+	for _, k := range []*keyAttr{t.s.base.pk, t.s.base.sk} {
+		if k == nil {
+			continue
+		}
+		av, has := img[k.attr]
+		if !has {
+			return fmt.Errorf("%w: %s: the %s image lacks the base key attribute %s", ErrInvalidWrite, t.s.model, which, k.attr)
+		}
+		if got := avType(av); got != string(k.scalar) {
+			return fmt.Errorf("%w: %s: in the %s image, the base key attribute %s is stored as %s, want %s", ErrInvalidWrite, t.s.model, which, k.attr, got, k.scalar)
+		}
+	}
+	return nil
+}
+
+// checkBaseTexts checks that a live image holds every component of the base
+// key (texts are its key texts): the entries of an index table hold them.
+func (t *Table[T]) checkBaseTexts(which string, texts keyTexts) error {
+	for _, k := range []*keyAttr{t.s.base.pk, t.s.base.sk} {
+		if k == nil {
+			continue
+		}
+		for _, c := range k.parts {
+			if _, has := texts.get(c.f); !has {
+				return fmt.Errorf("%w: %s: the %s image lacks %s (field %s), a component of the base key %s", ErrInvalidWrite, t.s.model, which, c.f.attr, c.f.goName, k.attr)
+			}
+		}
+	}
+	return nil
 }
 
 // imageEntry returns the index-table entry of d for a stored base image img
@@ -237,6 +297,65 @@ func sameAttrs(a, b map[string]types.AttributeValue, except string) bool {
 	return true
 }
 
+// avType names an attribute value's type as DynamoDB does (S, N, B, SS,
+// NS, BS, M, L, NULL, BOOL); "none" for nil.
+func avType(av types.AttributeValue) string {
+	switch av.(type) {
+	case nil:
+		return "none"
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	}
+	return fmt.Sprintf("%T", av)
+}
+
+// storedAs returns the attribute types attributevalue stores a value of
+// type ft as, and reads back from: "S", "N" or "B"; "S or N" for a
+// time.Time (RFC 3339 text, or epoch seconds with dynamodbav:",unixtime");
+// "" for a type that marshals or unmarshals itself, or that is stored
+// another way, which attributevalue.Unmarshal checks.
+func storedAs(ft reflect.Type) string {
+	for _, t := range []reflect.Type{ft, reflect.PointerTo(ft)} {
+		if t.Implements(avMarshalerType) || t.Implements(avUnmarshalerType) {
+			return ""
+		}
+	}
+	switch k := ft.Kind(); {
+	case ft == timeType:
+		return "S or N"
+	case k == reflect.String:
+		return "S"
+	case k >= reflect.Int && k <= reflect.Uintptr, k == reflect.Float32, k == reflect.Float64:
+		return "N"
+	case k == reflect.Slice && ft.Elem().Kind() == reflect.Uint8:
+		return "B"
+	}
+	return ""
+}
+
+var (
+	avMarshalerType   = reflect.TypeFor[attributevalue.Marshaler]()
+	avUnmarshalerType = reflect.TypeFor[attributevalue.Unmarshaler]()
+)
+
 // avEqual reports whether two attribute values are equal, without
 // reflection for the scalar types.
 func avEqual(a, b types.AttributeValue) bool {
@@ -287,13 +406,20 @@ func (s *schema) imageTexts(img, prev map[string]types.AttributeValue, prevTexts
 }
 
 // textFromAV reads a field's canonical text from its stored attribute. ok is
-// false when the attribute is absent or NULL.
+// false when the attribute is absent or NULL (how attributevalue stores a
+// nil pointer). An attribute of another type than the field's stored form
+// (storedAs) is an error naming both.
 func (f *field) textFromAV(av types.AttributeValue) (string, bool, error) {
+	switch av.(type) {
+	case nil, *types.AttributeValueMemberNULL:
+		return "", false, nil
+	}
+	if f.stored != "" {
+		if got := avType(av); got != f.stored && (f.stored != "S or N" || (got != "S" && got != "N")) {
+			return "", false, fmt.Errorf("%s is stored as %s, want %s", f.attr, got, f.stored)
+		}
+	}
 	switch v := av.(type) {
-	case nil:
-		return "", false, nil
-	case *types.AttributeValueMemberNULL:
-		return "", false, nil
 	case *types.AttributeValueMemberS:
 		if f.canon.kind == encString {
 			if f.omitEmpty && v.Value == "" {

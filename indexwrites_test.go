@@ -329,7 +329,7 @@ func TestIndexWritesStoredForms(t *testing.T) {
 	require.Error(t, err, "a non-integer number in an integer component")
 	bad["n"] = &types.AttributeValueMemberS{Value: "x"}
 	_, err = tb.IndexWrites(Change{New: bad, Version: "3"})
-	require.ErrorContains(t, err, "does not unmarshal")
+	require.ErrorContains(t, err, "n is stored as S, want N")
 	require.ErrorIs(t, err, ErrInvalidWrite)
 }
 

@@ -204,7 +204,10 @@ type routeTable struct {
 	routes     map[string]Route
 	fetched    time.Time // when routes were read; zero before the first read
 	refreshing atomic.Bool
-	lastErr    error
+	lastErr    error // of the last refresh; nil once one succeeds
+	// refreshed, when set (by tests), is called after each background
+	// refresh.
+	refreshed func()
 }
 
 // route returns the control table's route for index, and starts a refresh
@@ -218,11 +221,15 @@ func (rt *routeTable) route(t routeSource, index string) (Route, bool) {
 	stale := rt.fetched.IsZero() || t.now().Sub(rt.fetched) >= t.refreshInterval()
 	rt.mu.Unlock()
 	if stale && rt.refreshing.CompareAndSwap(false, true) {
+		done := rt.refreshed
 		go func() {
 			defer rt.refreshing.Store(false)
 			ctx, cancel := context.WithTimeout(context.Background(), t.refreshInterval())
 			defer cancel()
-			_ = rt.refresh(ctx, t) // the error stays in lastErr; the static routes serve meanwhile
+			_ = rt.refresh(ctx, t) // the error stays in lastErr (Table.RouteRefreshError); the routes read before serve meanwhile
+			if done != nil {
+				done()
+			}
 		}()
 	}
 	return r, ok
@@ -234,6 +241,8 @@ type routeSource interface {
 	now() time.Time
 	refreshInterval() time.Duration
 	readRoutes(ctx context.Context) (map[string]Route, error)
+	// refreshFailed records a failed refresh in the telemetry.
+	refreshFailed(ctx context.Context, err error)
 }
 
 // refresh reads the routes from the control table now.
@@ -245,6 +254,7 @@ func (rt *routeTable) refresh(ctx context.Context, t routeSource) error {
 	if err != nil {
 		// Keep serving the last routes read (or the static ones) until a
 		// read succeeds.
+		t.refreshFailed(ctx, err)
 		return err
 	}
 	rt.routes, rt.fetched = routes, t.now()
@@ -260,6 +270,10 @@ func (t *Table[T]) refreshInterval() time.Duration {
 	return defaultRoute
 }
 
+func (t *Table[T]) refreshFailed(ctx context.Context, err error) {
+	t.tel.routeRefreshFailed(ctx, err)
+}
+
 // RefreshRoutes reads the control table's routes now, as every Table does
 // in the background every Options.RouteRefresh: call it at start-up to route
 // the first reads by the fleet's routes, and in tests. On error the Table
@@ -269,6 +283,21 @@ func (t *Table[T]) RefreshRoutes(ctx context.Context) error {
 		return fmt.Errorf("%w: RefreshRoutes: Options.ControlTable names no control table", ErrInvalidQuery)
 	}
 	return t.routes.refresh(ctx, t)
+}
+
+// RouteRefreshError returns the error of the last read of the control
+// table's routes into this Table, by [Table.RefreshRoutes] or by the
+// background refresh that reads start: nil when that read succeeded, or
+// before the first. While it is not nil, the Table reads by the routes it
+// read before (the static Options.Routes before the first good read), and
+// the background refresh tries again at the next read. A control item that
+// does not fit a [Route] fails the whole read with [ErrMalformedItem],
+// naming the index, the attribute and what is wrong with it. Each failed
+// read also counts in the metric ddbindex.migration.route_refresh_errors.
+func (t *Table[T]) RouteRefreshError() error {
+	t.routes.mu.Lock()
+	defer t.routes.mu.Unlock()
+	return t.routes.lastErr
 }
 
 // Routes reads the fleet's routes from the control table now, by logical
@@ -358,39 +387,64 @@ func (t *Table[T]) SetRoute(ctx context.Context, index string, r Route) error {
 	return nil
 }
 
-// routeFromItem reads a control item; anything malformed is an error, so a
-// bad item never routes reads (the Table keeps its previous routes).
+// routeFromItem reads a control item; anything malformed is an error naming
+// the attribute and what is wrong with it, so a bad item never routes reads
+// (the Table keeps its previous routes). An absent partitions or percent
+// selects nothing by it; every other attribute of the item is left alone.
 func routeFromItem(item map[string]types.AttributeValue) (string, Route, error) {
 	var r Route
-	sk, ok := item[controlSK].(*types.AttributeValueMemberS)
-	if !ok {
-		return "", r, fmt.Errorf("a route item without its index name")
+	skAV, has := item[controlSK]
+	sk, ok := skAV.(*types.AttributeValueMemberS)
+	switch {
+	case !has:
+		return "", r, fmt.Errorf("a route item without %s (its index name)", controlSK)
+	case !ok:
+		return "", r, fmt.Errorf("a route item whose %s is stored as %s, want S", controlSK, avType(skAV))
 	}
-	to, ok := item["to"].(*types.AttributeValueMemberS)
-	if !ok {
-		return "", r, fmt.Errorf("route of %s: no form in \"to\"", sk.Value)
+	index := sk.Value
+	toAV, has := item["to"]
+	to, ok := toAV.(*types.AttributeValueMemberS)
+	switch {
+	case !has:
+		return "", r, fmt.Errorf("route of %s: to is missing, want S (gsi, lsi or table)", index)
+	case !ok:
+		return "", r, fmt.Errorf("route of %s: to is stored as %s, want S (gsi, lsi or table)", index, avType(toAV))
 	}
 	if r.To, ok = indexKind(to.Value); !ok {
-		return "", r, fmt.Errorf("route of %s: %q is not a form (gsi, lsi or table)", sk.Value, to.Value)
+		return "", r, fmt.Errorf("route of %s: to %q is not a form (gsi, lsi or table)", index, to.Value)
 	}
-	if l, ok := item["partitions"].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
+	if av, has := item["partitions"]; has {
+		l, ok := av.(*types.AttributeValueMemberL)
+		if !ok {
+			return "", r, fmt.Errorf("route of %s: partitions is stored as %s, want L (a list of S)", index, avType(av))
+		}
+		for i, v := range l.Value {
 			s, ok := v.(*types.AttributeValueMemberS)
-			if !ok {
-				return "", r, fmt.Errorf("route of %s: a partition that is not a string", sk.Value)
+			switch {
+			case !ok:
+				return "", r, fmt.Errorf("route of %s: partitions[%d] is stored as %s, want S", index, i, avType(v))
+			case s.Value == "":
+				return "", r, fmt.Errorf("route of %s: partitions[%d] is an empty partition key", index, i)
 			}
 			r.Partitions = append(r.Partitions, s.Value)
 		}
 	}
-	if n, ok := item["percent"].(*types.AttributeValueMemberN); ok {
+	if av, has := item["percent"]; has {
+		n, ok := av.(*types.AttributeValueMemberN)
+		if !ok {
+			return "", r, fmt.Errorf("route of %s: percent is stored as %s, want N", index, avType(av))
+		}
 		p, err := strconv.ParseFloat(n.Value, 64)
 		if err != nil {
-			return "", r, fmt.Errorf("route of %s: percent %q: %w", sk.Value, n.Value, err)
+			return "", r, fmt.Errorf("route of %s: percent %q is not a number: %w", index, n.Value, err)
+		}
+		if p != p || p < 0 || p > 100 {
+			return "", r, fmt.Errorf("route of %s: percent %s is outside 0-100", index, n.Value)
 		}
 		r.Percent = p
 	}
 	if err := r.check(); err != nil {
-		return "", r, fmt.Errorf("route of %s: %w", sk.Value, err)
+		return "", r, fmt.Errorf("route of %s: %w", index, err)
 	}
-	return sk.Value, r, nil
+	return index, r, nil
 }

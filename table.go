@@ -126,7 +126,8 @@ type Options struct {
 	// no fleet-wide routing.
 	ControlTable string
 	// RouteRefresh is how often the routes are re-read from the control
-	// table, in the background. Default 30 seconds.
+	// table, in the background. Default 30 seconds. A read that fails keeps
+	// the routes read before; [Table.RouteRefreshError] returns its error.
 	RouteRefresh time.Duration
 	// Shadow, when set with a Rate, compares a sampled share of the Page
 	// calls on an index that keeps two forms with the same page read on

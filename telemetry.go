@@ -149,6 +149,7 @@ type instruments struct {
 	routed         metric.Int64Counter
 	shadowReads    metric.Int64Counter
 	mismatches     metric.Int64Counter
+	routeRefresh   metric.Int64Counter
 }
 
 // newInstruments makes the instruments on m. An instrument the meter
@@ -194,6 +195,7 @@ func newInstruments(m metric.Meter) *instruments {
 		routed:         i64("ddbindex.migration.routed_reads", "{read}", "Reads of an index that keeps two forms, by the form that served them and how it was chosen"),
 		shadowReads:    i64("ddbindex.migration.shadow_reads", "{read}", "Shadow reads sampled, compared or skipped"),
 		mismatches:     i64("ddbindex.migration.mismatches", "{mismatch}", "Shadow comparisons that found the forms different"),
+		routeRefresh:   i64("ddbindex.migration.route_refresh_errors", "{error}", "Reads of the control table's routes that failed, by error code"),
 	}
 }
 
@@ -202,7 +204,8 @@ func (i *instruments) enabled(ctx context.Context) bool {
 	return i.requests.Enabled(ctx) || i.readUnits.Enabled(ctx) || i.writeUnits.Enabled(ctx) ||
 		i.itemsRead.Enabled(ctx) || i.itemsReturned.Enabled(ctx) || i.itemsFiltered.Enabled(ctx) || i.itemsDropped.Enabled(ctx) ||
 		i.tombstoneRatio.Enabled(ctx) || i.errors.Enabled(ctx) || i.noProgress.Enabled(ctx) || i.caps.Enabled(ctx) ||
-		i.duration.Enabled(ctx) || i.routed.Enabled(ctx) || i.shadowReads.Enabled(ctx) || i.mismatches.Enabled(ctx)
+		i.duration.Enabled(ctx) || i.routed.Enabled(ctx) || i.shadowReads.Enabled(ctx) || i.mismatches.Enabled(ctx) ||
+		i.routeRefresh.Enabled(ctx)
 }
 
 // telemetry is a Table's instrumentation. A nil *telemetry instruments
@@ -532,6 +535,15 @@ func (c *call) cursor(has bool) {
 	if c != nil && c.span != nil {
 		c.span.SetAttributes(attrCursor.Bool(has))
 	}
+}
+
+// routeRefreshFailed counts a failed read of the control table's routes
+// (RefreshRoutes or the background refresh), by its error.type.
+func (tel *telemetry) routeRefreshFailed(ctx context.Context, err error) {
+	if tel == nil || !tel.meter() {
+		return
+	}
+	tel.inst.routeRefresh.Add(ctx, 1, metric.WithAttributes(attrTable.String(tel.table), attrErrorType.String(errorType(err))))
 }
 
 // errorType is the error.type of an error the library returns: its code

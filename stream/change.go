@@ -20,8 +20,8 @@ import (
 // ChangeFromRecord converts a DynamoDB Streams record into a Change whose
 // version is the record's sequence number. The stream must carry both images
 // (NEW_AND_OLD_IMAGES). A malformed record (no sequence number, an image its
-// event needs missing, an unknown event or attribute type) is an error
-// matching [ddbindex.ErrStreamRecord].
+// event needs missing or empty, an unknown event or attribute type) is an
+// error matching [ddbindex.ErrStreamRecord].
 func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
 	if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil || *r.Dynamodb.SequenceNumber == "" {
 		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
@@ -82,10 +82,11 @@ func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev event
 
 var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
 
-// checkImages checks that a change holds the images its event needs.
+// checkImages checks that a change holds the images its event needs; an
+// empty image is none.
 func checkImages(event string, c ddbindex.Change, view string) error {
 	switch {
-	case event == "INSERT" && c.New == nil, event == "MODIFY" && (c.New == nil || c.Old == nil), event == "REMOVE" && c.Old == nil:
+	case event == "INSERT" && len(c.New) == 0, event == "MODIFY" && (len(c.New) == 0 || len(c.Old) == 0), event == "REMOVE" && len(c.Old) == 0:
 		return fmt.Errorf("%w: %s record %s lacks an image; the stream view type must be NEW_AND_OLD_IMAGES (it is %q)", ddbindex.ErrStreamRecord, event, c.Version, view)
 	case event != "INSERT" && event != "MODIFY" && event != "REMOVE":
 		return fmt.Errorf("%w: record %s: unknown stream event %q", ddbindex.ErrStreamRecord, c.Version, event)

@@ -15,9 +15,10 @@ import (
 
 // PoisonRecord is a stream record whose index writes can never be made,
 // however often they are retried: the record is malformed
-// ([ddbindex.ErrStreamRecord]), its images do not fit the model (a value of
-// the wrong type, a time finer than its key format holds, a number too wide
-// for its field), a key value is over DynamoDB's size limit
+// ([ddbindex.ErrStreamRecord]: an image its event needs missing or empty),
+// its images do not fit the model (a key attribute stored as the wrong
+// type, a base key attribute missing, a time finer than its key format
+// holds, a number too wide for its field), a key value is over DynamoDB's size limit
 // ([ddbindex.ErrInvalidWrite]), or DynamoDB refuses the entry as invalid (an
 // item over 400 KB: a ValidationException).
 type PoisonRecord struct {
