@@ -182,12 +182,13 @@ type BackfillProgress struct {
 //   - A GSI or LSI whose key attributes are derived (_pk, _sk, or those
 //     pk= and sk= name): every live item's derived key attributes, with an
 //     UpdateItem conditioned on the item being as scanned — its version
-//     attribute equal when the model has one and the item holds it, else
-//     every attribute the key is derived from equal (or absent, as it was)
-//     — and still live. A writer that changed the item since the scan wins:
-//     the update counts as Skipped. Items whose attributes are already
-//     right are not written (Unchanged); stale derived attributes on an
-//     item that is not in the index are removed. A GSI or LSI keyed by
+//     attribute equal when the model has one and the item holds it, and
+//     every attribute the key is derived from equal (or absent, as it was),
+//     since an item deleted and created again may start at the same
+//     version — and still live. A writer that changed the item since the
+//     scan wins: the update counts as Skipped. Items whose attributes are
+//     already right are not written (Unchanged); stale derived attributes
+//     on an item that is not in the index are removed. A GSI or LSI keyed by
 //     model attributes alone needs no backfill: DynamoDB indexes the items
 //     as they are, and Backfill only counts them.
 //
@@ -585,9 +586,12 @@ func (b *backfill[T]) attributes(ctx context.Context, img map[string]types.Attri
 }
 
 // unchanged is the condition that a base item is still as scanned in img,
-// and live: it exists, is not soft-deleted, and holds the version it had
-// (when the model has a version attribute and the item held it), else
-// every attribute the index key is derived from as it was. It is one flat
+// and live: it exists, is not soft-deleted, holds the version it had (when
+// the model has a version attribute and the item held it), and every
+// attribute the index key is derived from as it was. The version alone
+// does not do: an item deleted for good and created again starts at
+// version 1 again, with other values, and the derived keys written are
+// right for the stored item only when those attributes are. It is one flat
 // AND, which every server parses fast (deeply nested parentheses, as the
 // SDK's expression builder writes them, cost some local servers time
 // exponential in the depth).
@@ -600,7 +604,7 @@ func (b *backfill[T]) unchanged(x *flatExpr, img map[string]types.AttributeValue
 	}
 	if v := t.s.version; v != nil {
 		if have, ok := img[v.attr]; ok {
-			return strings.Join(append(conds, x.name(v.attr)+" = "+x.value(have)), " AND ")
+			conds = append(conds, x.name(v.attr)+" = "+x.value(have))
 		}
 	}
 	for _, a := range b.sources {

@@ -174,9 +174,11 @@ func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, keyTexts, er
 // In write-through mode the index writes were computed from old, so the
 // condition also holds the stored item to old as read (see asRead): a
 // version alone does not, since a hard delete forgets it and an item
-// created again starts at version 1. Without a version field, in
-// write-through mode: the item is old as read, or does not exist when old
-// is nil. It returns ok=false when no condition is needed.
+// created again starts at version 1; and when old is nil, the item must
+// still not exist (with expected above 0 the write fails whatever it
+// finds). Without a version field, in write-through mode: the item is old
+// as read, or does not exist when old is nil. It returns ok=false when no
+// condition is needed.
 func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, writeThrough bool) (expression.ConditionBuilder, string, bool) {
 	pk := expression.Name(t.s.base.pk.attr)
 	if t.s.version != nil {
@@ -190,10 +192,17 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 		default:
 			cond, what = expression.Name(t.s.version.attr).Equal(expression.Value(expected)), fmt.Sprintf("the item is at version %d", expected)
 		}
-		if writeThrough && old != nil {
+		switch {
+		case writeThrough && old != nil:
 			// When only this part fails, the version holds, and found
 			// says that the item was deleted and created again.
 			cond = cond.And(t.asRead(old))
+		case writeThrough:
+			// The write read no item, and its index writes remove no
+			// entry: an item stored since, even at the expected
+			// version, is another one (created again), so the write
+			// fails whatever is found.
+			cond = cond.And(pk.AttributeNotExists())
 		}
 		return cond, what, true
 	}
