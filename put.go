@@ -55,7 +55,7 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 	}
 	for attempt := 0; ; attempt++ {
 		err := t.putThrough(ctx, &item, p, expected, optFns)
-		if !t.again(err, attempt) {
+		if !t.again(ctx, err, attempt) {
 			return item, err
 		}
 	}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -230,19 +232,15 @@ func (t *Table[T]) asRead(old map[string]types.AttributeValue) expression.Condit
 	names = append(names, t.opts.DeletedAttr, t.opts.WriteTokenAttr)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	var c expression.ConditionBuilder
+	conds := make([]expression.ConditionBuilder, len(names))
 	for i, a := range names {
-		x := expression.Name(a).AttributeNotExists()
+		conds[i] = expression.Name(a).AttributeNotExists()
 		if v, ok := old[a]; ok {
-			x = expression.Name(a).Equal(expression.Value(v))
-		}
-		if i == 0 {
-			c = x
-		} else {
-			c = c.And(x)
+			conds[i] = expression.Name(a).Equal(expression.Value(v))
 		}
 	}
-	return c
+	// One flat AND (names holds at least the tombstone mark and the token).
+	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
 // stamp stores a new write token in av, an item a write-through write is
@@ -272,22 +270,33 @@ const throughAttempts = 8
 // the stored item, when the item changed between the read and the
 // transaction (the base action, first, failed its condition). With a
 // version field a changed item is a conflict for the caller to resolve.
-func (t *Table[T]) again(err error, attempt int) bool {
+func (t *Table[T]) again(ctx context.Context, err error, attempt int) bool {
 	var tce *types.TransactionCanceledException
-	if attempt+1 >= throughAttempts || !errors.As(err, &tce) {
+	if attempt+1 >= throughAttempts || !errors.As(err, &tce) || !conflictOnly(tce) {
 		return false
 	}
+	retry := false
 	for i, r := range tce.CancellationReasons {
 		switch aws.ToString(r.Code) {
 		case "TransactionConflict":
-			return true
+			retry = true
 		case "ConditionalCheckFailed":
-			if i == 0 && t.s.version == nil {
-				return true
-			}
+			retry = retry || (i == 0 && t.s.version == nil)
 		}
 	}
-	return false
+	if !retry {
+		return false
+	}
+	// A short pause, random and growing with the attempts, so that writers
+	// racing for one item do not all come back at once.
+	pause := time.NewTimer(time.Duration(mrand.Int64N(int64(time.Millisecond) << attempt)))
+	defer pause.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-pause.C:
+		return true
+	}
 }
 
 func (t *Table[T]) writeThrough() bool { return t.opts.WriteThrough && t.hasIndexTables() }
@@ -404,7 +413,7 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action, optFn
 	// not applied again, and succeeds.
 	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, optFns...)
 	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
+	if errors.As(err, &tce) && conflictOnly(tce) {
 		ce := &ConflictError{Op: op, Err: sdkError(err)}
 		for i, r := range tce.CancellationReasons {
 			code := aws.ToString(r.Code)
@@ -423,6 +432,21 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action, optFn
 		return fmt.Errorf("ddbindex: %s %s: %w", op, t.s.model, err)
 	}
 	return nil
+}
+
+// conflictOnly reports whether a cancelled transaction was cancelled for
+// conflicts only (a failed condition, or another transaction in flight on
+// an item): a cancellation for throttling, validation or capacity is no
+// conflict, and is reported as the DynamoDB error it is.
+func conflictOnly(tce *types.TransactionCanceledException) bool {
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "", "None", "ConditionalCheckFailed", "TransactionConflict":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ---- retried writes ---------------------------------------------------------
