@@ -1,6 +1,7 @@
 package ddbindex
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -69,6 +70,13 @@ type nvItem struct {
 	Refs  map[string]interface{} `dynamodbav:"refs,omitempty"`
 }
 
+// nvBad is a bad Number of an item, and the path the error names.
+type nvBad struct {
+	name string
+	set  func(*nvItem)
+	path string
+}
+
 type nvInner struct {
 	Height float32 `dynamodbav:"height"`
 }
@@ -82,57 +90,26 @@ type nvInner struct {
 func TestWriteRefusesNumbersDynamoDBRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	bads := []struct {
-		name string
-		set  func(*nvItem)
-		path string
-	}{
+	bads := []nvBad{
 		{"NaN", func(it *nvItem) { it.Score = math.NaN() }, "attribute score:"},
 		{"+Inf", func(it *nvItem) { it.Score = math.Inf(1) }, "attribute score:"},
 		{"-Inf in a list", func(it *nvItem) { it.List = []float64{1, math.Inf(-1)} }, "attribute list[1]:"},
 		{"NaN in a map", func(it *nvItem) { it.Map = map[string]float64{"a": 1, "b": math.NaN()} }, "attribute map.b:"},
 		{"+Inf in a number set", func(it *nvItem) { it.Set = []float64{2, math.Inf(1)} }, "attribute set (a number set):"},
 		{"NaN in a nested struct", func(it *nvItem) { it.Inner.Height = float32(math.NaN()) }, "attribute inner.height:"},
-		{"NaN deep down", func(it *nvItem) { it.Deep = map[string][]nvInner{"x": {{1}, {float32(math.Inf(1))}}} }, "attribute deep.x[1].height:"},
+		{"+Inf deep down", func(it *nvItem) { it.Deep = map[string][]nvInner{"x": {{1}, {float32(math.Inf(1))}}} }, "attribute deep.x[1].height:"},
 		{"NaN in an interface", func(it *nvItem) { it.Refs = map[string]interface{}{"r": []interface{}{math.NaN()}} }, "attribute refs.r[0]:"},
 		{"1e200", func(it *nvItem) { it.Score = 1e200 }, "outside the range of a DynamoDB Number"},
 		{"1e-200", func(it *nvItem) { it.Score = -1e-200 }, "outside the range of a DynamoDB Number"},
 		{"39 digits", func(it *nvItem) { it.Exact = "123456789012345678901234567890123456789" }, "attribute exact: 123456789012345678901234567890123456789 has 39 significant digits"},
 	}
 	for _, wt := range []bool{false, true} {
-		tb, c := newTestTable[nvItem](t, func(o *Options) { o.WriteThrough = wt })
-		good := nvItem{ID: "a", Team: "T", Score: 1.5, Inner: nvInner{Height: 2}}
-		_, err := tb.Put(ctx, good)
-		require.NoError(t, err)
-		stored := ddbtest.Scan(t, c, tb.TableName())
-		require.Len(t, stored, 1)
-		for _, bad := range bads {
-			it := good
-			it.ID = "b"
-			bad.set(&it)
-			_, err := tb.Put(ctx, it)
-			require.ErrorIs(t, err, ErrInvalidWrite, "%s: Put", bad.name)
-			require.Equal(t, "DDBX-603", Code(err), "%s: %v", bad.name, err)
-			require.ErrorContains(t, err, bad.path, bad.name)
-			_, err = tb.Move(ctx, good, it)
-			require.ErrorIs(t, err, ErrInvalidWrite, "%s: Move", bad.name)
-			require.ErrorContains(t, err, bad.path, bad.name)
-			_, err = tb.Marshal(it)
-			require.ErrorIs(t, err, ErrInvalidWrite, "%s: Marshal", bad.name)
-		}
-		require.Equal(t, stored, ddbtest.Scan(t, c, tb.TableName()), "writeThrough=%v: nothing written", wt)
-		d, err := tb.index("by_team")
-		require.NoError(t, err)
-		require.LessOrEqual(t, len(ddbtest.Scan(t, c, tb.tableOf(d))), 1, "writeThrough=%v: at most the good item's entry", wt)
-
-		// The edges of the range are stored.
-		edge := nvItem{ID: "e", Team: "T", Score: 1e125, List: []float64{-1e-130, 9.9e125}, Exact: "12345678901234567890123456789012345678"}
-		_, err = tb.Put(ctx, edge)
-		require.NoError(t, err, "writeThrough=%v", wt)
-		got, err := tb.Get(ctx, nvItem{ID: "e"})
-		require.NoError(t, err)
-		require.Equal(t, edge.Exact, got.Exact)
-		require.Equal(t, edge.List, got.List)
+		t.Run(fmt.Sprintf("writeThrough=%v", wt), func(t *testing.T) {
+			if wt {
+				ddbtest.Require(t, ddbtest.Transactions)
+			}
+			refusesNumbers(t, wt, bads)
+		})
 	}
 
 	// Update's values: refused, naming the path they are written to.
@@ -161,4 +138,43 @@ func TestWriteRefusesNumbersDynamoDBRefuses(t *testing.T) {
 	}
 	require.Equal(t, stored, ddbtest.Scan(t, c, tb.TableName()), "no update was made")
 	require.NoError(t, tb.Update(ctx, good, expression.Set(expression.Name("score"), expression.Value(1e-130))), "a value in range")
+}
+
+// refusesNumbers is one upkeep mode of TestWriteRefusesNumbersDynamoDBRefuses:
+// Put and Move of each bad item, then an item at the edges of the range.
+func refusesNumbers(t *testing.T, wt bool, bads []nvBad) {
+	ctx := t.Context()
+	tb, c := newTestTable[nvItem](t, func(o *Options) { o.WriteThrough = wt })
+	good := nvItem{ID: "a", Team: "T", Score: 1.5, Inner: nvInner{Height: 2}}
+	_, err := tb.Put(ctx, good)
+	require.NoError(t, err)
+	stored := ddbtest.Scan(t, c, tb.TableName())
+	require.Len(t, stored, 1)
+	for _, bad := range bads {
+		it := good
+		it.ID = "b"
+		bad.set(&it)
+		_, err := tb.Put(ctx, it)
+		require.ErrorIs(t, err, ErrInvalidWrite, "%s: Put", bad.name)
+		require.Equal(t, "DDBX-603", Code(err), "%s: %v", bad.name, err)
+		require.ErrorContains(t, err, bad.path, bad.name)
+		_, err = tb.Move(ctx, good, it)
+		require.ErrorIs(t, err, ErrInvalidWrite, "%s: Move", bad.name)
+		require.ErrorContains(t, err, bad.path, bad.name)
+		_, err = tb.Marshal(it)
+		require.ErrorIs(t, err, ErrInvalidWrite, "%s: Marshal", bad.name)
+	}
+	require.Equal(t, stored, ddbtest.Scan(t, c, tb.TableName()), "writeThrough=%v: nothing written", wt)
+	d, err := tb.index("by_team")
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(ddbtest.Scan(t, c, tb.tableOf(d))), 1, "writeThrough=%v: at most the good item's entry", wt)
+
+	// The edges of the range are stored.
+	edge := nvItem{ID: "e", Team: "T", Score: 1e125, List: []float64{-1e-130, 9.9e125}, Exact: "12345678901234567890123456789012345678"}
+	_, err = tb.Put(ctx, edge)
+	require.NoError(t, err, "writeThrough=%v", wt)
+	got, err := tb.Get(ctx, nvItem{ID: "e"})
+	require.NoError(t, err)
+	require.Equal(t, edge.Exact, got.Exact)
+	require.Equal(t, edge.List, got.List)
 }
