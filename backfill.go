@@ -232,6 +232,52 @@ func (t *Table[T]) Backfill(ctx context.Context, api ScanAPI, index string, optF
 	return b.run(ctx)
 }
 
+// Validate reports whether Backfill takes o's Segment, TotalSegments,
+// Workers, PageSize and WriteUnitsPerSecond, as Backfill checks them before
+// any request: nil, or an error matching [ErrInvalidWrite] that names the
+// option, its value, and the rule it breaks. Callers that take these
+// options from elsewhere (a command line) check them with it before
+// anything else.
+func (o BackfillOptions) Validate() error {
+	_, _, err := o.check()
+	return err
+}
+
+// check validates o's numbers, and returns o with its defaults filled in
+// and the TotalSegments of the scan.
+func (o BackfillOptions) check() (BackfillOptions, int32, error) {
+	bad := func(format string, args ...any) (BackfillOptions, int32, error) {
+		return o, 0, fmt.Errorf("%w: Backfill: "+format, append([]any{ErrInvalidWrite}, args...)...)
+	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	if o.PageSize == 0 {
+		o.PageSize = 500
+	}
+	total := o.TotalSegments
+	switch {
+	case o.Workers < 0 || o.Workers > maxSegments:
+		return bad("Workers %d: want 1 to %d, a segment each (0: the default, 1)", o.Workers, maxSegments)
+	case o.PageSize < 0:
+		return bad("PageSize %d: want 1 or more (0: the default, 500)", o.PageSize)
+	case o.TotalSegments < 0 || o.TotalSegments > maxSegments:
+		return bad("TotalSegments %d: want 0 to %d, as DynamoDB's parallel scan (0 or 1: as many as Workers)", o.TotalSegments, maxSegments)
+	case o.WriteUnitsPerSecond < 0 || math.IsNaN(o.WriteUnitsPerSecond) || math.IsInf(o.WriteUnitsPerSecond, 0):
+		return bad("WriteUnitsPerSecond %g: want a finite number, 0 (no cap) or more", o.WriteUnitsPerSecond)
+	case total <= 1 && o.Segment != 0:
+		return bad("Segment %d without TotalSegments: a Segment other than 0 needs a TotalSegments of 2 or more", o.Segment)
+	}
+	if total <= 1 {
+		total = int32(o.Workers)
+	}
+	if o.Segment < 0 || int64(o.Segment)+int64(o.Workers) > int64(total) {
+		return bad("Segment %d with Workers %d scans segments %d to %d, not all within TotalSegments %d: want Segment at least 0 and Segment+Workers at most TotalSegments",
+			o.Segment, o.Workers, o.Segment, int64(o.Segment)+int64(o.Workers)-1, total)
+	}
+	return o, total, nil
+}
+
 // backfilled is the form of d's index that Backfill fills: the kept form of
 // an index in migration (the form being introduced, in either direction),
 // else the declared one.
@@ -273,33 +319,9 @@ func (t *Table[T]) newBackfill(d *layout, api ScanAPI, o BackfillOptions) (*back
 	if api == nil {
 		return nil, bad("no ScanAPI to read the base table with")
 	}
-	if o.Workers == 0 {
-		o.Workers = 1
-	}
-	if o.PageSize == 0 {
-		o.PageSize = 500
-	}
-	total := o.TotalSegments
-	switch {
-	case o.Workers < 0:
-		return nil, bad("Workers is %d; want 1 or more", o.Workers)
-	case o.PageSize < 0:
-		return nil, bad("PageSize is %d; want 1 or more", o.PageSize)
-	case o.TotalSegments < 0:
-		return nil, bad("TotalSegments is %d; want 0 or more", o.TotalSegments)
-	case o.WriteUnitsPerSecond < 0 || math.IsNaN(o.WriteUnitsPerSecond) || math.IsInf(o.WriteUnitsPerSecond, 0):
-		return nil, bad("WriteUnitsPerSecond is %g; want 0 (no cap) or more", o.WriteUnitsPerSecond)
-	case total <= 1 && o.Segment != 0:
-		return nil, bad("Segment %d without TotalSegments", o.Segment)
-	}
-	if total <= 1 {
-		total = int32(min(o.Workers, maxSegments+1))
-	}
-	if total > maxSegments {
-		return nil, bad("%d segments; DynamoDB scans at most %d", total, maxSegments)
-	}
-	if o.Segment < 0 || int64(o.Segment)+int64(o.Workers) > int64(total) {
-		return nil, bad("segments %d to %d of %d: Segment+Workers must not exceed TotalSegments", o.Segment, int64(o.Segment)+int64(o.Workers)-1, total)
+	o, total, err := o.check()
+	if err != nil {
+		return nil, err
 	}
 	o.Retry = o.Retry.withDefaults()
 	if o.now == nil {

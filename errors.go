@@ -75,8 +75,9 @@ var (
 
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
-	// refuse, a malformed version, BackfillOptions out of range (code
-	// DDBX-603). Raised before any request.
+	// refuse, a Number DynamoDB would refuse anywhere in an item or an
+	// update's values, a malformed version, BackfillOptions out of range
+	// (code DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as

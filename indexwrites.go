@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,8 +24,8 @@ import (
 
 // Change is one change of a base item: its images before and after (nil for
 // an insert or a delete), and its version: the stream sequence number, or the
-// model's version attribute. Versions are decimal integers compared
-// numerically.
+// model's version attribute. Versions are decimal integers of 1 to 40 digits
+// (a DynamoDB Streams sequence number has 21 to 40), compared numerically.
 type Change struct {
 	Old, New map[string]types.AttributeValue
 	Version  string
@@ -63,8 +64,9 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
 		}
 	}()
-	if !isDecimal(c.Version) {
-		return nil, fmt.Errorf("%w: version %q is not a decimal integer", ErrInvalidWrite, c.Version)
+	version, err := versionValue(c.Version)
+	if err != nil {
+		return nil, err
 	}
 	if !t.hasIndexTables() {
 		return nil, nil
@@ -85,7 +87,6 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	}
 	oldImg, newImg := t.liveImage(c.Old), t.liveImage(c.New)
 	var oldTexts, newTexts keyTexts
-	var err error
 	if oldImg != nil {
 		if oldTexts, err = t.s.imageTexts(oldImg, nil, nil); err != nil {
 			return nil, err
@@ -104,7 +105,6 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	}
 	// One version value for every entry of the change: attribute values are
 	// never modified once built.
-	version := &types.AttributeValueMemberN{Value: c.Version}
 	out := make([]IndexWrite, 0, 2)
 	for _, d := range t.s.indexes {
 		if !d.ownTable {
@@ -257,16 +257,29 @@ func (t *Table[T]) imageEntry(d *layout, img map[string]types.AttributeValue, te
 	return out, nil
 }
 
-func isDecimal(s string) bool {
-	if s == "" || len(s) > 38 {
-		return false
+// maxVersionDigits is the most digits a version has: a DynamoDB Streams
+// sequence number has 21 to 40.
+const maxVersionDigits = 40
+
+// versionValue returns the attribute value that entries written for a
+// change of version v hold, or an error matching [ErrInvalidWrite] when v is
+// not a decimal integer of 1 to 40 digits. A version below 10^38 is a Number
+// of v's digits, exact (a Number holds 38 significant digits). A larger one,
+// which no Number holds exactly, is a String of 40 digits, padded with
+// leading zeros, so that Strings order as the integers they write; every
+// String version is above every Number version. versionCondition compares
+// the two kinds in that order.
+func versionValue(v string) (types.AttributeValue, error) {
+	if v == "" || !allDigits(v) {
+		return nil, fmt.Errorf("%w: version %q is not a decimal integer (1 to %d digits, as a DynamoDB Streams sequence number)", ErrInvalidWrite, v, maxVersionDigits)
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
+	if len(v) > maxVersionDigits {
+		return nil, fmt.Errorf("%w: version %q has %d digits; a version has at most %d, as a DynamoDB Streams sequence number (21 to 40 digits)", ErrInvalidWrite, v, len(v), maxVersionDigits)
 	}
-	return true
+	if len(strings.TrimLeft(v, "0")) <= maxNumberDigits {
+		return &types.AttributeValueMemberN{Value: v}, nil
+	}
+	return &types.AttributeValueMemberS{Value: strings.Repeat("0", maxVersionDigits-len(v)) + v}, nil
 }
 
 func sameKey(d *layout, a, b map[string]types.AttributeValue) bool {
@@ -520,12 +533,24 @@ func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*
 	return st, nil
 }
 
-// versionCondition is the condition of every index-table write:
+// versionCondition is the condition of every index-table write of a change
+// of version (valid by versionValue), true when the entry's version is
+// older than the change's, or absent:
 //
 //	attribute_not_exists(#ver) OR #ver < :version
+//
+// for a Number version (a String one, newer than any Number version, fails
+// the comparison as another type), and for a String version
+//
+//	attribute_not_exists(#ver) OR attribute_type(#ver, N) OR #ver < :version
 func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder {
 	v := expression.Name(t.opts.VersionAttr)
-	return v.AttributeNotExists().Or(v.LessThan(expression.Value(&types.AttributeValueMemberN{Value: version})))
+	av, _ := versionValue(version)
+	cond := v.AttributeNotExists()
+	if _, ok := av.(*types.AttributeValueMemberS); ok {
+		cond = cond.Or(v.AttributeType(expression.Number))
+	}
+	return cond.Or(v.LessThan(expression.Value(av)))
 }
 
 func (t *Table[T]) putEntry(ctx context.Context, w IndexWrite, version string, optFns ...func(*dynamodb.Options)) (stale bool, err error) {

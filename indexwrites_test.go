@@ -257,12 +257,12 @@ func TestIndexWritesVersionValidation(t *testing.T) {
 	t.Parallel()
 	tb := syTable(t)
 	img := syImage(t, tb, syBase())
-	for _, v := range []string{"", "abc", "-1", "1.5", "1e3", " 1", "0x10", strings.Repeat("9", 39)} {
+	for _, v := range []string{"", "abc", "-1", "1.5", "1e3", " 1", "0x10", strings.Repeat("9", 41)} {
 		_, err := tb.IndexWrites(Change{New: img, Version: v})
 		require.ErrorIs(t, err, ErrInvalidWrite, "version %q", v)
 		require.Equal(t, "DDBX-603", Code(err))
 	}
-	for _, v := range []string{"0", "1", "000123", strings.Repeat("9", 38), "49039859058234095823409580234958"} {
+	for _, v := range []string{"0", "1", "000123", strings.Repeat("9", 38), strings.Repeat("9", 39), strings.Repeat("9", 40), "49039859058234095823409580234958"} {
 		_, err := tb.IndexWrites(Change{New: img, Version: v})
 		require.NoError(t, err, "version %q", v)
 	}

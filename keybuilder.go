@@ -360,12 +360,10 @@ func (e encoder) numberText(text string) (string, error) {
 	return "", fmt.Errorf("%s is not stored as a Number", e.typ)
 }
 
-// numberRange refuses a float that a DynamoDB Number cannot hold.
+// numberRange refuses a float that a DynamoDB Number cannot hold, by the
+// check of every Number the library writes (checkNumber).
 func numberRange(f float64) error {
-	if a := math.Abs(f); math.IsInf(f, 0) || a >= 1e126 || (a != 0 && a < 1e-130) {
-		return fmt.Errorf("%g is outside the range of a DynamoDB Number (1e-130 to 1e126 in magnitude)", f)
-	}
-	return nil
+	return checkNumber(strconv.FormatFloat(f, 'g', -1, 64))
 }
 
 // storable refuses the key text of a float that the item's own attribute,

@@ -24,8 +24,11 @@ import (
 // alike. A time.Time anywhere in item is stored as attributevalue stores it
 // (RFC 3339 in its own zone) and must read back as the same instant: a zone
 // offset with seconds, or a year outside 0000-9999 in its zone, is refused
-// (convert such times to UTC). An item the library cannot store or key is an
-// error matching [ErrInvalidWrite].
+// (convert such times to UTC). A Number DynamoDB would refuse anywhere in
+// the item (NaN, ±Inf, more than 38 significant digits, a magnitude outside
+// 1E-130 to 9.99...E+125), in a list, map or set too, is refused, naming
+// the attribute. An item the library cannot store or key is an error
+// matching [ErrInvalidWrite].
 func (t *Table[T]) Marshal(item T) (map[string]types.AttributeValue, error) {
 	av, texts, err := t.marshal(&item)
 	if err != nil {
@@ -48,6 +51,9 @@ func (t *Table[T]) marshal(item *T) (map[string]types.AttributeValue, keyTexts, 
 	}
 	if d := t.s.deleted; d != nil && d.attr != "" {
 		delete(av, d.attr) // filled by reads, never stored
+	}
+	if err := checkNumbers(av); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidWrite, t.s.model, err)
 	}
 	texts, err := t.s.storedTexts(reflect.ValueOf(item).Elem(), av)
 	if err != nil {

@@ -57,10 +57,20 @@ func (r Route) check() error {
 		return fmt.Errorf("route: To is %s; want GSI, LSI or IndexTable", r.To)
 	}
 	if r.Percent < 0 || r.Percent > 100 || r.Percent != r.Percent {
-		return fmt.Errorf("route: Percent %g is outside 0-100", r.Percent)
+		return fmt.Errorf("route: Percent %g: want 0 to 100", r.Percent)
 	}
 	if slices.Contains(r.Partitions, "") {
 		return fmt.Errorf("route: an empty partition key")
+	}
+	return nil
+}
+
+// Validate reports whether SetRoute takes r (its To, its Percent, its
+// Partitions), as SetRoute checks it before any request: nil, or an error
+// matching [ErrInvalidQuery] that names the rule r breaks.
+func (r Route) Validate() error {
+	if err := r.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +56,8 @@ import (
 // every other update is refused too, with [ErrUnsupported]: the index tables
 // need the whole new item, so use Put. The attributes ddbindex owns (the
 // version field, the write token, the tombstone marker and the field tagged
-// ddbindex:"deleted") are refused with [ErrInvalidWrite].
+// ddbindex:"deleted") are refused with [ErrInvalidWrite], and so is a value
+// holding a Number DynamoDB would refuse (see [Table.Marshal]).
 //
 // With a version field, Update adds one to the stored version, and when
 // key's version is set it must equal the stored one.
@@ -181,6 +183,13 @@ func parseUpdate(update string, names map[string]string, values map[string]types
 				return nil, fmt.Errorf("unexpected update operation %q", p)
 			}
 			op := updateOp{mode: kw, attr: attr, nested: alias != path}
+			for _, ph := range valueRefs.FindAllString(operand, -1) {
+				if v, ok := values[ph]; ok {
+					if err := checkNumbersIn(v, namedPath(path, names)); err != nil {
+						return nil, err
+					}
+				}
+			}
 			if kw == "SET" {
 				if v, ok := values[strings.TrimPrefix(operand, "= ")]; ok {
 					op.value = v
@@ -190,6 +199,23 @@ func parseUpdate(update string, names map[string]string, values map[string]types
 		}
 	}
 	return out, nil
+}
+
+// valueRefs matches the value placeholders of an update operation.
+var valueRefs = regexp.MustCompile(`:[A-Za-z0-9_]+`)
+
+// nameRefs matches the name placeholders of a path.
+var nameRefs = regexp.MustCompile(`#[A-Za-z0-9_]+`)
+
+// namedPath writes a path of an update expression with its attribute names
+// in place of their placeholders: "#0.#1[2]" as "meta.sizes[2]".
+func namedPath(path string, names map[string]string) string {
+	return nameRefs.ReplaceAllStringFunc(path, func(ref string) string {
+		if n, ok := names[ref]; ok {
+			return n
+		}
+		return ref
+	})
 }
 
 // updatePlan is what an update does to the keys.

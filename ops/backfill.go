@@ -3,6 +3,9 @@ package ops
 import (
 	"fmt"
 	"io"
+	"math"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -31,10 +34,13 @@ func runBackfill(e *env, args []string) error {
 	if *index == "" {
 		return usageErr("backfill", "name the index to fill with --index")
 	}
-	for _, n := range []*int{segment, total, pageSize} {
-		if *n < 0 || *n > 1<<30 {
-			return usageErr("backfill", "--segment, --total-segments and --page-size must be 0 or more")
-		}
+	if *restart && *noCheckpoint {
+		return usageErr("backfill", "--restart forgets saved positions, which need a control table and no --no-checkpoint")
+	}
+	opts := ddbindex.BackfillOptions{Workers: *workers, Segment: int32Of(*segment), TotalSegments: int32Of(*total),
+		WriteUnitsPerSecond: *rate, PageSize: int32Of(*pageSize)}
+	if err := opts.Validate(); err != nil {
+		return usageErr("backfill", "%s", backfillRule(err, fs))
 	}
 	t, ix, err := e.withIndex("backfill", *index)
 	if err != nil {
@@ -69,10 +75,8 @@ func runBackfill(e *env, args []string) error {
 		bar = newBar(e.stderr, "backfill "+ix.Name)
 	}
 	st, err := t.backfill(e.ctx, e.api(), ix.Name, func(o *ddbindex.BackfillOptions) {
-		o.Workers = *workers
-		o.Segment, o.TotalSegments = int32(*segment), int32(*total)
-		o.WriteUnitsPerSecond = *rate
-		o.PageSize = int32(*pageSize)
+		o.Workers, o.Segment, o.TotalSegments = opts.Workers, opts.Segment, opts.TotalSegments
+		o.WriteUnitsPerSecond, o.PageSize = opts.WriteUnitsPerSecond, opts.PageSize
 		if store != nil {
 			o.Checkpoint = store
 		}
@@ -97,6 +101,50 @@ func runBackfill(e *env, args []string) error {
 	}
 	writeBackfillStats(e.stdout, "done", what, st)
 	return nil
+}
+
+// int32Of converts a flag's value to an option's int32, saturating: a value
+// out of int32's range stays out of the option's range, and
+// backfillRule reports it as given.
+func int32Of(n int) int32 {
+	return int32(max(math.MinInt32, min(n, math.MaxInt32)))
+}
+
+// backfillFlags are the flags of BackfillOptions' fields, longest field
+// name first.
+var backfillFlags = []struct{ field, flag string }{
+	{"WriteUnitsPerSecond", "rate"}, {"TotalSegments", "total-segments"},
+	{"PageSize", "page-size"}, {"Workers", "workers"}, {"Segment", "segment"},
+}
+
+// backfillFields matches a BackfillOptions field name in a rule, and the
+// value that follows it.
+var backfillFields = regexp.MustCompile(`\b(WriteUnitsPerSecond|TotalSegments|PageSize|Workers|Segment)\b( (?:-?[0-9][0-9.e+-]*|NaN|[+-]Inf))?`)
+
+// backfillRule words the error of BackfillOptions.Validate for the command
+// line: each field as its flag, with the flag's value as given (before
+// int32Of), so the rule is the library's and the names are the operator's.
+func backfillRule(err error, fs *flagSet) string {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, "Backfill: "); ok {
+		msg = rest
+	}
+	return backfillFields.ReplaceAllStringFunc(msg, func(m string) string {
+		field, value, hasValue := strings.Cut(m, " ")
+		for _, f := range backfillFlags {
+			if f.field != field {
+				continue
+			}
+			if !hasValue {
+				return "--" + f.flag
+			}
+			if fl := fs.Lookup(f.flag); fl != nil && value != "" {
+				value = fl.Value.String()
+			}
+			return "--" + f.flag + " " + value
+		}
+		return m
+	})
 }
 
 // newBar returns the progress bar of a backfill on a terminal: items

@@ -183,8 +183,13 @@ func runExplain(e *env, args []string) error {
 		}
 		q.via, q.hasVia = k, true
 	}
-	e.refreshRoutes(t)
+	// The query is checked before the routes are read: a query the flags
+	// make invalid is a usage error, found before any request.
 	ex, err := t.explain(q)
+	if err == nil {
+		e.refreshRoutes(t)
+		ex, err = t.explain(q)
+	}
 	if err != nil {
 		if errors.Is(err, ddbindex.ErrInvalidCursor) {
 			return problem("%s %s, %s: %w", t.name(), indexName(ix.Name), q.describe(), err)
@@ -304,8 +309,14 @@ func runCursor(e *env, args []string) error {
 		return err
 	}
 	q.after = cursor
-	e.refreshRoutes(c.t)
-	_, err = c.t.explain(q)
+	// The query is checked before the routes are read, as explain does.
+	if _, err = c.t.explain(q); err == nil || !errors.Is(err, ddbindex.ErrInvalidCursor) {
+		if err != nil {
+			return usageErr("cursor inspect", "%v", err)
+		}
+		e.refreshRoutes(c.t)
+		_, err = c.t.explain(q)
+	}
 	switch {
 	case err == nil:
 		fmt.Fprintf(e.stdout, "for the query (%s): accepted (explain --after shows the next page's first request)\n", q.describe())

@@ -107,6 +107,10 @@ func runRouteSet(e *env, args []string) error {
 	if *index == "" {
 		return usageErr("route set", "name the index to route with --index")
 	}
+	if err := (ddbindex.Route{To: k, Percent: *percent}).Validate(); err != nil {
+		_, rule, _ := strings.Cut(err.Error(), "route: ")
+		return usageErr("route set", "%s", strings.Replace(rule, "Percent", "--percent", 1))
+	}
 	t, ix, err := e.withIndex("route set", *index)
 	if err != nil {
 		return err
@@ -133,6 +137,10 @@ func runRouteSet(e *env, args []string) error {
 		if !slices.Contains(r.Partitions, key) {
 			r.Partitions = append(r.Partitions, key)
 		}
+	}
+	if err := r.Validate(); err != nil {
+		_, rule, _ := strings.Cut(err.Error(), "route: ")
+		return usageErr("route set", "%s", rule)
 	}
 	if err := t.setRoute(e.ctx, ix.Name, r); err != nil {
 		return fmt.Errorf("setting the route of %s %s: %w", t.name(), indexName(ix.Name), err)

@@ -108,23 +108,35 @@ func runVerify(e *env, args []string) error {
 		}
 		lines = append(lines, more...)
 	}
-	rep := verifyReport{Model: t.name()}
-	for _, ix := range ixs {
+	// Every listed query is checked (Explain sends nothing) before the
+	// first request: a flag that makes one invalid is a usage error.
+	conds := make([]ddbindex.SortCondition, len(ixs))
+	listed := make([][][]any, len(ixs))
+	for i, ix := range ixs {
 		cond, err := qf.condition(ix)
 		if err != nil {
 			return usageErr("verify", "%v", err)
 		}
-		vi := verifyIndex{Index: ix.Name, Forms: []string{ix.Forms[0].Kind.String(), ix.Forms[1].Kind.String()}, Partitions: []verifyPartition{}}
-		var parts [][]any
-		if len(lines) > 0 {
-			for _, l := range lines {
-				p, err := partition(l, ix)
-				if err != nil {
-					return usageErr("verify", "%v", err)
-				}
-				parts = append(parts, p)
+		conds[i] = cond
+		for _, l := range lines {
+			p, err := partition(l, ix)
+			if err != nil {
+				return usageErr("verify", "%v", err)
 			}
-		} else {
+			q := query{index: ix.Name, partition: p, cond: cond, desc: qf.desc, limit: qf.limit}
+			if _, err := t.explain(q); err != nil {
+				return usageErr("verify", "%v", err)
+			}
+			listed[i] = append(listed[i], p)
+		}
+	}
+	rep := verifyReport{Model: t.name()}
+	for i, ix := range ixs {
+		cond := conds[i]
+		vi := verifyIndex{Index: ix.Name, Forms: []string{ix.Forms[0].Kind.String(), ix.Forms[1].Kind.String()}, Partitions: []verifyPartition{}}
+		parts := listed[i]
+		if len(lines) == 0 {
+			var err error
 			vi.Sampled = true
 			if parts, vi.Scanned, err = t.sample(e.ctx, e.api(), ix, *sample, *scanMax); err != nil {
 				return err

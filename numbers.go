@@ -1,0 +1,141 @@
+package ddbindex
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// This file holds the one check of the numbers the library writes: every
+// Number in an item or an update's values must be one DynamoDB stores.
+// DynamoDB's Numbers hold at most 38 significant digits, with a magnitude
+// between 1E-130 and 9.9999999999999999999999999999999999999E+125 (or 0);
+// anything else (NaN, ±Inf, which attributevalue writes as the texts "NaN",
+// "+Inf" and "-Inf") the service refuses.
+
+// maxNumberDigits is the significant digits a DynamoDB Number holds.
+const maxNumberDigits = 38
+
+// checkNumbers returns an error naming the first attribute of av, in name
+// order, that holds a Number DynamoDB would refuse (within a list, a map or
+// a number set too), or nil.
+func checkNumbers(av map[string]types.AttributeValue) error {
+	names := make([]string, 0, len(av))
+	for name := range av {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := checkNumbersIn(av[name], name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNumbersIn checks the Numbers of one attribute value, at path.
+func checkNumbersIn(v types.AttributeValue, path string) error {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberN:
+		if err := checkNumber(v.Value); err != nil {
+			return fmt.Errorf("attribute %s: %w", path, err)
+		}
+	case *types.AttributeValueMemberNS:
+		for _, n := range v.Value {
+			if err := checkNumber(n); err != nil {
+				return fmt.Errorf("attribute %s (a number set): %w", path, err)
+			}
+		}
+	case *types.AttributeValueMemberL:
+		for i, e := range v.Value {
+			if err := checkNumbersIn(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case *types.AttributeValueMemberM:
+		names := make([]string, 0, len(v.Value))
+		for name := range v.Value {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if err := checkNumbersIn(v.Value[name], path+"."+name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkNumber refuses the text of a Number that DynamoDB would refuse: one
+// that is not a decimal number ([+-]digits[.digits][e[+-]digits]: NaN and
+// NaN among them), or one with more than 38 significant digits, or a
+// magnitude outside 1E-130 to 9.99...E+125 (±Inf among them).
+func checkNumber(s string) error {
+	mant, exp, ok := strings.Cut(strings.ToLower(s), "e")
+	if mant != "" && (mant[0] == '+' || mant[0] == '-') {
+		mant = mant[1:]
+	}
+	if mant == "inf" || mant == "infinity" {
+		return rangeError(s)
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" || !allDigits(digits) {
+		return notNumber(s)
+	}
+	e := 0
+	if ok {
+		neg := exp != "" && exp[0] == '-'
+		if exp != "" && (exp[0] == '+' || exp[0] == '-') {
+			exp = exp[1:]
+		}
+		if exp == "" || !allDigits(exp) {
+			return notNumber(s)
+		}
+		if exp = strings.TrimLeft(exp, "0"); len(exp) > 9 {
+			return rangeError(s) // no Number of a size DynamoDB takes has such an exponent
+		}
+		e, _ = strconv.Atoi("0" + exp)
+		if neg {
+			e = -e
+		}
+	}
+	sig := strings.TrimLeft(digits, "0")
+	if sig == "" {
+		return nil // zero
+	}
+	// The value is 0.sig × 10^(point), point counted from the first
+	// significant digit.
+	point := len(intPart) - (len(digits) - len(sig)) + e
+	sig = strings.TrimRight(sig, "0")
+	if len(sig) > maxNumberDigits {
+		return fmt.Errorf("%s has %d significant digits; a DynamoDB Number holds at most %d", s, len(sig), maxNumberDigits)
+	}
+	// In scientific notation d.ddd × 10^(point-1): DynamoDB takes
+	// exponents -130 to 125.
+	if sci := point - 1; sci < -130 || sci > 125 {
+		return rangeError(s)
+	}
+	return nil
+}
+
+func notNumber(s string) error {
+	return fmt.Errorf("%q is not a number DynamoDB can store (a decimal number; NaN and infinities have no place in a DynamoDB Number)", s)
+}
+
+func rangeError(s string) error {
+	return fmt.Errorf("%s is outside the range of a DynamoDB Number (magnitude 1E-130 to 9.9999999999999999999999999999999999999E+125, or 0)", s)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
