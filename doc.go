@@ -63,10 +63,9 @@
 // alone ([ReadAPI]); writes on it fail before any request with
 // [ErrUnsupported].
 //
-// The library records metrics and spans through the OpenTelemetry API
-// ([Options].MeterProvider and TracerProvider; by default the global
-// providers): requests, capacity units, items read, returned, filtered and
-// dropped, the tombstone ratio, errors by code, caps, the migration's routed
+// The library records metrics and spans through the OpenTelemetry API,
+// when given providers ([Options].MeterProvider and TracerProvider):
+// requests, capacity units, items read, returned, filtered and dropped, the tombstone ratio, errors by code, caps, the migration's routed
 // and shadow reads, and a span per call with an event per DynamoDB request.
 // It never depends on the OpenTelemetry SDK, which the application chooses.
 // The README's Observability section lists every instrument.

@@ -142,14 +142,14 @@ type Options struct {
 	Retry RetryOptions
 
 	// MeterProvider receives the library's metrics (the README's
-	// Observability section lists them). Default: the global provider
-	// (otel.GetMeterProvider), which records nothing until the
-	// application sets one. A no-op provider turns metrics off.
+	// Observability section lists them). Default: none, and a read pays
+	// nothing for metrics. To use the global provider, pass
+	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives the library's spans: one per Page, All,
 	// Exists, Get, BatchGet, Put, Update, Delete, Move and Apply call, with
-	// an event per DynamoDB request. Default: the global provider
-	// (otel.GetTracerProvider). A no-op provider turns tracing off.
+	// an event per DynamoDB request. Default: none. To use the global
+	// provider, pass otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 }
 

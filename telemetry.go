@@ -3,7 +3,6 @@ package ddbindex
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -28,9 +27,9 @@ import (
 // A call (Page, All, Exists, a write, Get, BatchGet) starts a call state
 // that rides in its context; every request the call sends goes through the
 // calls wrapper (calls.go), which finds it there and records the request.
-// Without telemetry (providers that are no-ops, or the global providers
-// while the application has set none) no call state is made, and the hooks
-// reduce to nil checks. Attribute sets are made once per target, operation
+// Telemetry is opt-in, as a tracer is in database drivers: without
+// providers in Options (or with no-op ones) no call state is made, and the
+// hooks reduce to nil checks. Attribute sets are made once per target, operation
 // and DynamoDB operation, never per measurement.
 
 // ScopeName is the instrumentation scope of the library's meter and tracer.
@@ -213,16 +212,8 @@ func (i *instruments) enabled(ctx context.Context) bool {
 type telemetry struct {
 	inst   *instruments // nil: no metrics
 	tracer trace.Tracer // nil: no tracing
-	// unsetMeter and unsetTracer hold the global providers the Table was
-	// made with while the application had set none (nil otherwise): while
-	// otel still returns them, nothing records, and a call skips its
-	// instruments and span. Once the application sets a provider, the
-	// instruments and the tracer, made by the global providers, forward to
-	// it.
-	unsetMeter  metric.MeterProvider
-	unsetTracer trace.TracerProvider
-	table       string // the base table's physical name
-	base        *target
+	table  string       // the base table's physical name
+	base   *target
 	// targets holds the target of each layout; byPhysical each physical
 	// table and index: the base table (index ""), its GSIs and LSIs, and
 	// the index tables.
@@ -236,24 +227,14 @@ type telemetry struct {
 type physical struct{ table, index string }
 
 // newTelemetry returns the instrumentation of a Table of schema s, nil
-// when both providers are no-ops.
+// when neither provider is set (or both are no-ops).
 func newTelemetry(s *schema, o *Options) *telemetry {
 	mp, tp := o.MeterProvider, o.TracerProvider
 	tel := &telemetry{table: o.TableName(s.table), targets: map[*layout]*target{}, byPhysical: map[physical]*target{}}
-	if mp == nil {
-		if mp = otel.GetMeterProvider(); isUnsetGlobal(mp) {
-			tel.unsetMeter = mp
-		}
-	}
-	if tp == nil {
-		if tp = otel.GetTracerProvider(); isUnsetGlobal(tp) {
-			tel.unsetTracer = tp
-		}
-	}
-	if !isNoopMeter(mp) {
+	if mp != nil && !isNoopMeter(mp) {
 		tel.inst = newInstruments(mp.Meter(ScopeName))
 	}
-	if !isNoopTracer(tp) {
+	if tp != nil && !isNoopTracer(tp) {
 		tel.tracer = tp.Tracer(ScopeName)
 	}
 	if tel.inst == nil && tel.tracer == nil {
@@ -276,28 +257,10 @@ func newTelemetry(s *schema, o *Options) *telemetry {
 	return tel
 }
 
-// isUnsetGlobal reports whether p is one of the global providers otel
-// returns while the application has set none: those of its internal
-// package global, which delegate to the providers set later. (Should otel
-// move them, p is taken for a provider that records: correct, and only
-// slower.)
-func isUnsetGlobal(p any) bool {
-	t := reflect.TypeOf(p)
-	if t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t != nil && t.PkgPath() == "go.opentelemetry.io/otel/internal/global"
-}
+// meter and tracing report whether the Table has instruments and a tracer.
+func (tel *telemetry) meter() bool { return tel.inst != nil }
 
-// meter and tracing report whether the instruments and the tracer may
-// record now.
-func (tel *telemetry) meter() bool {
-	return tel.inst != nil && (tel.unsetMeter == nil || otel.GetMeterProvider() != tel.unsetMeter)
-}
-
-func (tel *telemetry) tracing() bool {
-	return tel.tracer != nil && (tel.unsetTracer == nil || otel.GetTracerProvider() != tel.unsetTracer)
-}
+func (tel *telemetry) tracing() bool { return tel.tracer != nil }
 
 func isNoopMeter(mp metric.MeterProvider) bool {
 	switch mp.(type) {

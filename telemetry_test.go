@@ -434,9 +434,8 @@ func (s *sdkTracer) StartSpan(ctx context.Context, name string, _ ...tracing.Spa
 	return tracing.NopTracerProvider{}.Tracer("").StartSpan(ctx, name)
 }
 
-// With no-op providers nothing is instrumented; with the global providers
-// while the application has set none, a call makes no call state and
-// writes ask for no consumed capacity.
+// Without providers, or with no-op ones, nothing is instrumented: a call
+// makes no call state and writes ask for no consumed capacity.
 func TestTelemetryOff(t *testing.T) {
 	t.Parallel()
 	tb, err := New[tmTicket](nil, func(o *Options) {
@@ -448,11 +447,11 @@ func TestTelemetryOff(t *testing.T) {
 	assert.Nil(t, c)
 	assert.Nil(t, callFrom(ctx))
 
-	global, err := New[tmTicket](nil)
+	none, err := New[tmTicket](nil)
 	require.NoError(t, err)
-	require.NotNil(t, global.tel, "the global providers may be set later")
-	_, c = global.tel.start(context.Background(), opPut, global.s.base)
-	assert.Nil(t, c, "nothing records until the application sets a provider")
+	assert.Nil(t, none.tel, "telemetry is opt-in")
+	_, c = none.tel.start(context.Background(), opPut, none.s.base)
+	assert.Nil(t, c)
 }
 
 // With tracing alone, writes and key reads do not ask for capacity (only
@@ -511,14 +510,13 @@ func TestTelemetryUnitsBreakdown(t *testing.T) {
 
 // BenchmarkTelemetryHooks measures what the instrumentation adds to one
 // Page call of one request, apart from the call: its hooks alone, with the
-// global providers while none is set (the default), and with the SDK's
-// providers recording.
+// providers unset (the default), and with the SDK's providers recording.
 func BenchmarkTelemetryHooks(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		opts func(*Options)
 	}{
-		{"global-unset", func(*Options) {}},
+		{"unset", func(*Options) {}},
 		{"sdk", func(o *Options) {
 			o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 			o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))

@@ -163,12 +163,12 @@ type ConsumerOptions struct {
 
 	// MeterProvider receives the consumer's metrics: records by outcome,
 	// and the stream lag (the README's Observability section). Default:
-	// the global provider (otel.GetMeterProvider). The index writes are
+	// none; pass otel.GetMeterProvider() for the global one. The index writes are
 	// measured by the Table, with its own Options.MeterProvider.
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives a span per pass (Poll), with an event per
-	// GetRecords page; each record's Apply span is its child. Default: the
-	// global provider (otel.GetTracerProvider).
+	// GetRecords page; each record's Apply span is its child. Default:
+	// none; pass otel.GetTracerProvider() for the global one.
 	TracerProvider trace.TracerProvider
 }
 

@@ -55,12 +55,11 @@ type LambdaOptions struct {
 
 	// MeterProvider receives the handler's metrics, those of a Consumer
 	// (ddbindex.stream.records by outcome, ddbindex.stream.lag; the README's
-	// Observability section). Default: the global provider. The index
+	// Observability section). Default: none. The index
 	// writes are measured by the Table, with its own Options.MeterProvider.
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives a span per event, ddbindex.stream.Batch (kind
-	// consumer); each record's Apply span is its child. Default: the global
-	// provider.
+	// consumer); each record's Apply span is its child. Default: none.
 	TracerProvider trace.TracerProvider
 	// Now is the clock of the stream lag (now minus a record's
 	// ApproximateCreationDateTime). Default time.Now.

@@ -53,11 +53,12 @@ type telemetry struct {
 
 func newTelemetry(table string, o *ConsumerOptions) *telemetry {
 	mp, tp := o.MeterProvider, o.TracerProvider
+	// Telemetry is opt-in, as for a Table: no provider, nothing recorded.
 	if mp == nil {
-		mp = otel.GetMeterProvider()
+		mp = metricnoop.NewMeterProvider()
 	}
 	if tp == nil {
-		tp = otel.GetTracerProvider()
+		tp = tracenoop.NewTracerProvider()
 	}
 	tel := &telemetry{table: table, now: o.Now}
 	switch mp.(type) {
