@@ -34,6 +34,10 @@ type IndexForm struct {
 	Table string
 	// Index is the physical GSI or LSI name; "" for a table.
 	Index string
+	// Declared is the table's name as declared, before Options.TableName
+	// (for a GSI or an LSI, the base table's): the name a [Router] is
+	// asked with, and package migrate keys routes by.
+	Declared string
 }
 
 // KeyComponent is one field in a key role.
@@ -74,7 +78,7 @@ func (t *Table[T]) indexInfo(d *layout, forms []*layout) IndexInfo {
 		info.Sort = keyComponents(d.sk)
 	}
 	for _, f := range forms {
-		info.Forms = append(info.Forms, IndexForm{Kind: f.kind, Table: t.tableOf(f), Index: f.index})
+		info.Forms = append(info.Forms, IndexForm{Kind: f.kind, Table: t.tableOf(f), Index: f.index, Declared: f.table})
 	}
 	return info
 }

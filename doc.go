@@ -51,9 +51,18 @@
 // parallel segments, at a capped write rate, resuming from checkpoints
 // after a crash. Package github.com/ddbindex/ddbindex/ops builds an operator
 // command for these steps from the application's own models; for tools like
-// it, [Table.Indexes] describes a model's indexes, [Table.Routes] reads the
-// fleet's routes, and [Table.InspectCursor] decodes a cursor and says why
-// it is refused.
+// it, [Table.Indexes] describes a model's indexes and [Table.InspectCursor]
+// decodes a cursor and says why it is refused.
+//
+// During a migration an index keeps two forms (keep= in its IndexSpec), and
+// two seams route and compare its reads: [Options].Router picks the form
+// that serves each read ([Query.Via] chooses one for a single query), and
+// [Options].Observer sees each page read, with a [ReadEvent] that compares
+// it with the same page on the other form. Package
+// github.com/ddbindex/ddbindex/migrate implements them: static routes, the
+// fleet's routes in a control table, shadow reads, and whole-query
+// comparisons. A read of an index with one form, and every read of a Table
+// without them, pays nothing for either.
 //
 // Options come as functions that change an options struct ([New]'s
 // [Options], [CreateOptions], [BackfillOptions]); every method that sends

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -692,8 +693,9 @@ type MigratingTicket struct {
 // The README's runbook, GSI to index table, steps 1 and 2 on one instance:
 // Prepare creates the index table, its TTL, the base table's stream and the
 // control table; the stream consumer keeps the table from then on; Backfill
-// writes the entries of the tickets written before; SetRoute sends one team
-// to the table, fleet-wide; Rollout counts what each form served.
+// writes the entries of the tickets written before; migrate.SetRoute sends
+// one team to the table, fleet-wide, through the control table that every
+// instance's migrate.Router reads.
 func Example_runbook() {
 	ctx := context.Background()
 	client := ddbtest.NewClient()
@@ -701,9 +703,16 @@ func Example_runbook() {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
-	options := func(o *ddbindex.Options) { // table names, and the control table of the routes
+	// The fleet's routes, read from the control table (router.Start(ctx)
+	// reads them every 30 seconds; defer router.Close()).
+	router, err := migrate.NewRouter(client, migrate.RouterOptions{ControlTable: prefix + "control", Tables: []string{"tickets"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	options := func(o *ddbindex.Options) { // table names, the control table, and the routes
 		o.TableName = func(s string) string { return prefix + s }
 		o.ControlTable = prefix + "control"
+		o.Router = router
 	}
 
 	// Step 0, what runs today: the base table and its GSI, with tickets.
@@ -760,7 +769,7 @@ func Example_runbook() {
 	fmt.Printf("backfill: %d scanned, %d written, %d already there\n", stats.Scanned, stats.Written, stats.Skipped)
 
 	// Step 2: one team reads the table, fleet-wide.
-	err = tickets.SetRoute(ctx, "by_status", ddbindex.Route{To: ddbindex.IndexTable, Partitions: []string{"TEAM-7"}})
+	err = migrate.SetRoute(ctx, router, tickets, "by_status", migrate.Route{To: ddbindex.IndexTable, Partitions: []string{"TEAM-7"}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -775,14 +784,13 @@ func Example_runbook() {
 	for i := range page.Items {
 		fmt.Println(page.Items[i].Status, page.Items[i].ID, "| GSI:", gsiPage.Items[i].Status, gsiPage.Items[i].ID)
 	}
-	if _, err := tickets.Query("by_status", "TEAM-9").Page(ctx); err != nil { // routed: the GSI
-		log.Fatal(err)
+	for _, team := range []string{"TEAM-7", "TEAM-9"} {
+		e, err := tickets.Query("by_status", team).Explain() // sends nothing
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(team, "reads the", e.Request.Kind)
 	}
-	r, err := tickets.Rollout("by_status") // r.Forms[ddbindex.GSI].Reads, r.Persistent
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("reads served by the GSI:", r.Forms[ddbindex.GSI].Reads, "by the index table:", r.Forms[ddbindex.IndexTable].Reads)
 	// Output:
 	// created table tickets-by_status
 	// created table control
@@ -792,22 +800,28 @@ func Example_runbook() {
 	// closed T1 | GSI: closed T1
 	// open T0 | GSI: open T0
 	// pending T3 | GSI: pending T3
-	// reads served by the GSI: 2 by the index table: 1
+	// TEAM-7 reads the table
+	// TEAM-9 reads the gsi
 }
 
 // The runbook the other way, index table to GSI, steps 1 and 2: Prepare adds
 // the GSI to the existing base table and waits until it is ACTIVE; Backfill
-// writes its derived key attributes onto the orders written before; SetRoute
-// sends one customer to the GSI.
+// writes its derived key attributes onto the orders written before;
+// migrate.SetRoute sends one customer to the GSI.
 func Example_runbookTableToGSI() {
 	ctx := context.Background()
 	client := ddbtest.NewClient()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
+	router, err := migrate.NewRouter(client, migrate.RouterOptions{ControlTable: prefix + "control", Tables: []string{"example-orders"}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	options := func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + s }
 		o.ControlTable = prefix + "control"
+		o.Router = router
 	}
 
 	// Step 0: the base table, its stream and the index table, kept by the
@@ -865,7 +879,7 @@ func Example_runbookTableToGSI() {
 	fmt.Printf("backfill: %d scanned, %d written, %d already right\n", stats.Scanned, stats.Written, stats.Unchanged)
 
 	// Step 2: one customer reads the GSI.
-	if err := orders.SetRoute(ctx, "by_state", ddbindex.Route{To: ddbindex.GSI, Partitions: []string{"c-1"}}); err != nil {
+	if err := migrate.SetRoute(ctx, router, orders, "by_state", migrate.Route{To: ddbindex.GSI, Partitions: []string{"c-1"}}); err != nil {
 		log.Fatal(err)
 	}
 	page, err := orders.Query("by_state", "c-1").Page(ctx) // routed: the GSI
@@ -879,11 +893,11 @@ func Example_runbookTableToGSI() {
 	for i := range page.Items {
 		fmt.Println(page.Items[i].State, page.Items[i].ID, "| index table:", tablePage.Items[i].State, tablePage.Items[i].ID)
 	}
-	r, err := orders.Rollout("by_state")
+	e, err := orders.Query("by_state", "c-2").Explain()
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("reads served by the GSI:", r.Forms[ddbindex.GSI].Reads, "by the index table:", r.Forms[ddbindex.IndexTable].Reads)
+	fmt.Println("c-2 reads the", e.Request.Kind)
 	// Output:
 	// created table control
 	// created GSI by_state (index by_state) on table example-orders
@@ -892,5 +906,5 @@ func Example_runbookTableToGSI() {
 	// open o-3 | index table: open o-3
 	// paid o-2 | index table: paid o-2
 	// shipped o-0 | index table: shipped o-0
-	// reads served by the GSI: 1 by the index table: 1
+	// c-2 reads the table
 }

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
 // inspectDoc is a model with a composite index-table sort key of a string,
@@ -142,7 +139,8 @@ func curPos(t *testing.T, tb *Table[inspectDoc], d *layout, item inspectDoc) pos
 }
 
 // TestIndexes describes a model's declarations: the base table and each
-// index in order, their forms with physical names (after TableName), shards,
+// index in order, their forms with physical names (after TableName) and
+// declared ones, shards,
 // and key components whose FieldIndex reads the field.
 func TestIndexes(t *testing.T) {
 	t.Parallel()
@@ -155,11 +153,11 @@ func TestIndexes(t *testing.T) {
 	}
 	str := reflect.TypeFor[string]()
 	want := []IndexInfo{
-		{Name: "", Forms: []IndexForm{{Kind: BaseTable, Table: "prod-docs"}}, Partition: []KeyComponent{comp("ID", "id", str)}},
-		{Name: "by_kind", Forms: []IndexForm{{Kind: IndexTable, Table: "prod-docs-by_kind"}, {Kind: GSI, Table: "prod-docs", Index: "by_kind"}},
+		{Name: "", Forms: []IndexForm{{Kind: BaseTable, Table: "prod-docs", Declared: "docs"}}, Partition: []KeyComponent{comp("ID", "id", str)}},
+		{Name: "by_kind", Forms: []IndexForm{{Kind: IndexTable, Table: "prod-docs-by_kind", Declared: "docs-by_kind"}, {Kind: GSI, Table: "prod-docs", Index: "by_kind", Declared: "docs"}},
 			Partition: []KeyComponent{comp("Kind", "kind", str)},
 			Sort:      []KeyComponent{comp("Rank", "rank", reflect.TypeFor[int64]()), comp("At", "at", reflect.TypeFor[time.Time]())}},
-		{Name: "by_owner", Forms: []IndexForm{{Kind: GSI, Table: "prod-docs", Index: "by_owner"}}, Shards: 4,
+		{Name: "by_owner", Forms: []IndexForm{{Kind: GSI, Table: "prod-docs", Index: "by_owner", Declared: "docs"}}, Shards: 4,
 			Partition: []KeyComponent{comp("Owner", "owner", str)}},
 	}
 	got := tb.Indexes()
@@ -175,44 +173,4 @@ func TestIndexes(t *testing.T) {
 	// The result is the caller's: changing it changes nothing.
 	got[1].Partition[0].FieldIndex[0] = 99
 	require.Equal(t, want, tb.Indexes())
-}
-
-// TestRoutes reads the fleet's routes from the control table: what SetRoute
-// wrote, from any Table of the model, and nothing without a control table.
-func TestRoutes(t *testing.T) {
-	t.Parallel()
-	c := ddbtest.Client(t)
-	control := ddbtest.Name(t, "control")
-	tb, err := New[inspectDoc](c, func(o *Options) { o.ControlTable = control })
-	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, tb.ControlTableInput())
-	ctx := t.Context()
-
-	routes, err := tb.Routes(ctx)
-	require.NoError(t, err)
-	require.Empty(t, routes)
-
-	r := Route{To: GSI, Partitions: []string{"memo"}, Percent: 25}
-	require.NoError(t, tb.SetRoute(ctx, "by_kind", r))
-	other, err := New[inspectDoc](c, func(o *Options) { o.ControlTable = control })
-	require.NoError(t, err)
-	routes, err = other.Routes(ctx)
-	require.NoError(t, err)
-	require.Equal(t, map[string]Route{"by_kind": r}, routes)
-
-	// Reading them does not route this Table by them: its copy is still
-	// unread (the declared type serves), until RefreshRoutes.
-	rt, ok := other.routes.routes["by_kind"]
-	require.False(t, ok, "Routes leaves the Table's routes alone: %v", rt)
-
-	none, err := New[inspectDoc](c)
-	require.NoError(t, err)
-	_, err = none.Routes(ctx)
-	require.ErrorIs(t, err, ErrInvalidQuery)
-
-	missing, err := New[inspectDoc](c, func(o *Options) { o.ControlTable = aws.ToString(tb.ControlTableInput().TableName) + "-gone" })
-	require.NoError(t, err)
-	_, err = missing.Routes(ctx)
-	var ce *CallError
-	require.ErrorAs(t, err, &ce, "a control table that does not exist is a failed call")
 }

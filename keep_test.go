@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -256,122 +255,114 @@ func TestKeepWritesBothForms(t *testing.T) {
 	assert.Contains(t, err.Error(), "keep=table")
 }
 
-// The routing rules, in order: Via, RouteFunc, the control table, the
-// static routes, the declared type; a route to a form not kept is ignored.
+// kpRouter is a Router that answers from a function and records what it
+// was asked.
+type kpRouter struct {
+	mu    sync.Mutex
+	asked []kpAsked
+	fn    func(partition string) (Kind, bool)
+}
+
+type kpAsked struct {
+	table, index, partition string
+	forms                   [2]Kind
+}
+
+func (r *kpRouter) Route(table, index, partition string, forms [2]Kind) (Kind, bool) {
+	r.mu.Lock()
+	r.asked = append(r.asked, kpAsked{table, index, partition, forms})
+	r.mu.Unlock()
+	return r.fn(partition)
+}
+
+func (r *kpRouter) calls() []kpAsked {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.asked)
+}
+
+// The routing rules, in order: Via, Options.Router, the declared type; an
+// answer naming a form the index does not keep, or ok false, leaves the
+// read to the declared type. The Router is asked with the declared base
+// table, the logical index, the partition key as EncodeKey encodes it and
+// the index's forms, declared first; never for Via, nor for an index with
+// one form. (Package migrate's Routes and Router route by partition,
+// percent and control table on this seam.)
 func TestRouting(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	control := ddbtest.Name(t, "control")
-	f := newKPFleet(t, func(o *Options) { o.ControlTable = control })
-	ddbtest.DeleteOnCleanup(t, f.c, control)
-	ddbtest.CreateTable(t, f.c, f.s1.ControlTableInput())
-
 	formOfQuery := func(q Query[kpStep1]) Kind {
 		t.Helper()
 		e, err := q.Explain()
 		require.NoError(t, err)
 		return e.Request.Kind
 	}
-	s1 := f.s1
-	assert.Equal(t, GSI, formOfQuery(s1.Query("by_status", "acme")), "no route: the declared type")
-	assert.Equal(t, IndexTable, formOfQuery(s1.Query("by_status", "acme").Via(IndexTable)))
+	none, err := New[kpStep1](nil)
+	require.NoError(t, err)
+	assert.Equal(t, GSI, formOfQuery(none.Query("by_status", "acme")), "no Router: the declared type")
+	assert.Equal(t, IndexTable, formOfQuery(none.Query("by_status", "acme").Via(IndexTable)))
 
-	// Static routes: one tenant first.
-	static, err := New[kpStep1](f.c, func(o *Options) {
-		o.TableName = s1.opts.TableName
-		o.Routes = map[string]Route{"by_status": {To: IndexTable, Partitions: []string{"acme"}}}
-	})
+	// One tenant to the table.
+	r := &kpRouter{fn: func(pk string) (Kind, bool) { return IndexTable, pk == "acme" }}
+	s1, err := New[kpStep1](nil, func(o *Options) { o.Router = r; o.TableName = func(s string) string { return "prod-" + s } })
 	require.NoError(t, err)
 	q := func(tb *Table[kpStep1], team string) Kind { return formOfQuery(tb.Query("by_status", team)) }
-	assert.Equal(t, IndexTable, q(static, "acme"))
-	assert.Equal(t, GSI, q(static, "globex"))
-	assert.Equal(t, GSI, formOfQuery(static.Query("by_status", "acme").Via(GSI)), "Via overrides the routes")
+	assert.Equal(t, IndexTable, q(s1, "acme"))
+	assert.Equal(t, GSI, q(s1, "globex"), "ok false: the declared type")
+	asked := len(r.calls())
+	assert.Equal(t, GSI, formOfQuery(s1.Query("by_status", "acme").Via(GSI)), "Via overrides the Router")
+	require.Len(t, r.calls(), asked, "a query with Via does not ask the Router")
+	want := kpAsked{table: "kp-tickets", index: "by_status", partition: "acme", forms: [2]Kind{GSI, IndexTable}}
+	assert.Equal(t, want, r.calls()[0], "the declared table name, not the physical one")
 
-	// Percent: a stable share, and widening keeps the partitions already moved.
-	share := func(p float64) map[string]bool {
-		tb, err := New[kpStep1](f.c, func(o *Options) {
-			o.TableName = s1.opts.TableName
-			o.Routes = map[string]Route{"by_status": {To: IndexTable, Percent: p}}
-		})
-		require.NoError(t, err)
-		moved := map[string]bool{}
-		for i := range 2000 {
-			team := fmt.Sprintf("team-%d", i)
-			if q(tb, team) == IndexTable {
-				moved[team] = true
-			}
-		}
-		return moved
-	}
-	ten, fifty, all := share(10), share(50), share(100)
-	assert.InDelta(t, 200, len(ten), 60, "10%% of 2000 partitions")
-	assert.InDelta(t, 1000, len(fifty), 100, "50%% of 2000 partitions")
-	assert.Len(t, all, 2000)
-	for team := range ten {
-		assert.True(t, fifty[team], "%s moved at 10%% but not at 50%%", team)
-	}
-	assert.Empty(t, share(0))
-
-	// The control table: SetRoute on one instance, RefreshRoutes on another.
-	other, err := New[kpStep1](f.c, func(o *Options) {
-		o.TableName = s1.opts.TableName
-		o.ControlTable = control
-		o.Routes = map[string]Route{"by_status": {To: IndexTable, Partitions: []string{"acme"}}}
-	})
+	// The partition as EncodeKey encodes it.
+	odd := "a#b$c"
+	enc, err := EncodeKey(odd)
 	require.NoError(t, err)
-	require.NoError(t, s1.SetRoute(ctx, "by_status", Route{To: IndexTable, Partitions: []string{"globex"}}))
-	assert.Equal(t, IndexTable, q(s1, "globex"), "SetRoute takes effect at once where it is called")
-	require.NoError(t, other.RefreshRoutes(ctx))
-	assert.Equal(t, IndexTable, q(other, "globex"), "the control route replaces the static one")
-	assert.Equal(t, GSI, q(other, "acme"))
+	require.NotEqual(t, odd, enc)
+	q(s1, odd)
+	calls := r.calls()
+	assert.Equal(t, enc, calls[len(calls)-1].partition)
 
-	// Step 2 reads the same control item: the route names forms, not
-	// "declared" or "kept", so it means the same there.
-	s2, err := New[kpStep2](f.c, func(o *Options) { o.TableName = s1.opts.TableName; o.ControlTable = control })
+	// Step 2 has the forms the other way round.
+	s2, err := New[kpStep2](nil, func(o *Options) { o.Router = r })
 	require.NoError(t, err)
-	require.NoError(t, s2.RefreshRoutes(ctx))
 	e, err := s2.Query("by_status", "globex").Explain()
 	require.NoError(t, err)
-	assert.Equal(t, IndexTable, e.Request.Kind)
+	assert.Equal(t, IndexTable, e.Request.Kind, "the declared type of step 2")
+	calls = r.calls()
+	assert.Equal(t, [2]Kind{IndexTable, GSI}, calls[len(calls)-1].forms)
+	toGSI := &kpRouter{fn: func(string) (Kind, bool) { return GSI, true }}
+	s2, err = New[kpStep2](nil, func(o *Options) { o.Router = toGSI })
+	require.NoError(t, err)
 	e, err = s2.Query("by_status", "acme").Explain()
 	require.NoError(t, err)
-	assert.Equal(t, GSI, e.Request.Kind, "step 2 sends the unselected partitions to the other form, the GSI")
+	assert.Equal(t, GSI, e.Request.Kind, "step 2 reads the kept GSI when routed to it")
 
-	// Step 3 keeps no GSI: a route to the GSI cannot apply, and SetRoute
-	// refuses to store one from there.
-	s3, err := New[kpStep3](f.c, func(o *Options) { o.TableName = s1.opts.TableName; o.ControlTable = control })
+	// A form the index does not keep is the declared type.
+	lsi := &kpRouter{fn: func(string) (Kind, bool) { return LSI, true }}
+	s1l, err := New[kpStep1](nil, func(o *Options) { o.Router = lsi })
 	require.NoError(t, err)
-	require.NoError(t, s1.SetRoute(ctx, "by_status", Route{To: GSI, Percent: 100}))
-	require.NoError(t, s3.RefreshRoutes(ctx))
-	e3, err := s3.Query("by_status", "acme").Explain()
+	assert.Equal(t, GSI, q(s1l, "acme"))
+	base := &kpRouter{fn: func(string) (Kind, bool) { return BaseTable, true }}
+	s1b, err := New[kpStep1](nil, func(o *Options) { o.Router = base })
 	require.NoError(t, err)
-	assert.Equal(t, IndexTable, e3.Request.Kind, "a route to a form not kept is ignored")
-	require.ErrorIs(t, s3.SetRoute(ctx, "by_status", Route{To: GSI, Percent: 100}), ErrInvalidQuery)
+	assert.Equal(t, GSI, q(s1b, "acme"))
 
-	// RouteFunc comes before the control table.
-	fn, err := New[kpStep1](f.c, func(o *Options) {
-		o.TableName = s1.opts.TableName
-		o.ControlTable = control
-		o.RouteFunc = func(index, pk string) (Kind, bool) { return IndexTable, pk == "initech" }
-	})
+	// Step 0 and step 3 keep one form: their reads never ask.
+	panics := &kpRouter{fn: func(string) (Kind, bool) { panic("asked for an index with one form") }}
+	s0, err := New[kpStep0](nil, func(o *Options) { o.Router = panics })
 	require.NoError(t, err)
-	require.NoError(t, fn.RefreshRoutes(ctx))
-	assert.Equal(t, IndexTable, q(fn, "initech"))
-	assert.Equal(t, GSI, q(fn, "acme"), "the control route (GSI, 100%%) decides the rest")
-
-	// A malformed control item is refused; the routes read before stay.
-	_, err = f.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(control), Item: map[string]types.AttributeValue{
-		controlPK: avS(routePrefix + s1.s.table), controlSK: avS("by_status"), "to": avS("view"),
-	}})
+	e, err = s0.Query("by_status", "acme").Explain()
 	require.NoError(t, err)
-	require.Error(t, fn.RefreshRoutes(ctx))
-	assert.Equal(t, GSI, q(fn, "acme"), "the last good routes still serve")
-
-	// Bad static routes fail New.
-	_, err = New[kpStep1](f.c, func(o *Options) { o.Routes = map[string]Route{"nope": {To: IndexTable}} })
-	require.ErrorIs(t, err, ErrDeclaration)
-	_, err = New[kpStep1](f.c, func(o *Options) { o.Routes = map[string]Route{"by_status": {To: IndexTable, Percent: 120}} })
-	require.ErrorIs(t, err, ErrDeclaration)
+	assert.Equal(t, GSI, e.Request.Kind)
+	s3, err := New[kpStep3](nil, func(o *Options) { o.Router = panics })
+	require.NoError(t, err)
+	e, err = s3.Query("by_status", "acme").Explain()
+	require.NoError(t, err)
+	assert.Equal(t, IndexTable, e.Request.Kind)
+	assert.Empty(t, panics.calls())
+	_, err = s3.Query("by_status", "acme").Via(GSI).Explain()
+	require.ErrorIs(t, err, ErrInvalidQuery, "step 3 does not keep the GSI: Via(GSI) is refused")
 }
 
 // kpSeed writes items to the base table (with the GSI's attributes) and to
@@ -399,34 +390,40 @@ func kpDeleteEntry(t *testing.T, f kpFleet, it kpStep1) {
 	require.NotEmpty(t, out.Attributes, "the entry to delete exists")
 }
 
-// Shadow reads find every kind of mismatch, report nothing on a clean run,
-// tell a mismatch that a re-check no longer finds (a GSI catching up) from
-// one it finds again, and never hold up the call they shadow.
-func TestShadowReads(t *testing.T) {
+// kpObserver keeps the ReadEvents it sees.
+type kpObserver struct {
+	mu     sync.Mutex
+	events []ReadEvent
+}
+
+func (o *kpObserver) ObserveRead(_ context.Context, ev ReadEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, ev)
+}
+
+// take returns the events seen since the last take.
+func (o *kpObserver) take() []ReadEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.events
+	o.events = nil
+	return out
+}
+
+// ReadEvent.Compare finds every kind of mismatch between the page served
+// and the same page on the other form, finds none on a clean partition,
+// and tells, read again on both forms (recheck), a mismatch that is gone
+// (a GSI catching up) from one that is not. (Package migrate's Shadows
+// samples, re-checks after a delay and reports on this seam.)
+func TestReadEventCompare(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var mu sync.Mutex
-	var got []Mismatch
-	recheck := make(chan func(), 1) // a repair to make while the re-check waits
 	f := newKPFleet(t)
-	shadowed, err := New[kpStep1](f.c, func(o *Options) {
+	obs := &kpObserver{}
+	observed, err := New[kpStep1](f.c, func(o *Options) {
 		o.TableName = f.s1.opts.TableName
-		o.Shadow = &ShadowOptions{
-			Rate: 1,
-			OnMismatch: func(m Mismatch) {
-				mu.Lock()
-				defer mu.Unlock()
-				got = append(got, m)
-			},
-			Sleep: func(ctx context.Context, d time.Duration) error {
-				select {
-				case fix := <-recheck:
-					fix()
-				default:
-				}
-				return nil
-			},
-		}
+		o.Observer = obs
 	})
 	require.NoError(t, err)
 	item := func(team, id, status string, created int64) kpStep1 {
@@ -454,23 +451,28 @@ func TestShadowReads(t *testing.T) {
 	_, err = f.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.s1.TableName()), Key: map[string]types.AttributeValue{"id": avS("leak-b")}})
 	require.NoError(t, err)
 
-	page := func(team string, limit int) {
+	// page reads one page and returns its event.
+	page := func(team string, limit int) ReadEvent {
 		t.Helper()
-		p, err := shadowed.Query("by_status", team).Limit(limit).Page(ctx)
+		p, err := observed.Query("by_status", team).Limit(limit).Page(ctx)
 		require.NoError(t, err)
 		require.NotEmpty(t, p.Items)
-		require.NoError(t, shadowed.WaitShadows(ctx))
+		evs := obs.take()
+		require.Len(t, evs, 1, "one event a page")
+		ev := evs[0]
+		assert.Equal(t, "kp-tickets", ev.Table)
+		assert.Equal(t, "by_status", ev.Index)
+		assert.Equal(t, GSI, ev.Form)
+		assert.Equal(t, IndexTable, ev.Other)
+		assert.False(t, ev.Admin)
+		assert.Equal(t, p.Stats, ev.Stats)
+		assert.Contains(t, ev.Query, team)
+		return ev
 	}
-	last := func() Mismatch {
-		mu.Lock()
-		defer mu.Unlock()
-		require.NotEmpty(t, got)
-		return got[len(got)-1]
-	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
 
-	page("clean", 10)
-	assert.Equal(t, 0, count(), "a clean run reports nothing")
+	m, err := page("clean", 10).Compare(ctx, false)
+	require.NoError(t, err)
+	assert.Nil(t, m, "a clean partition: equal")
 	for _, tc := range []struct {
 		team  string
 		limit int
@@ -482,82 +484,89 @@ func TestShadowReads(t *testing.T) {
 		{"boundary", 3, MismatchPageBoundary},
 		{"leak", 10, MismatchTombstone},
 	} {
-		n := count()
-		page(tc.team, tc.limit)
-		require.Equal(t, n+1, count(), tc.team)
-		m := last()
-		assert.Equal(t, tc.kind, m.Kind, "%s: %+v", tc.team, m)
-		assert.Equal(t, GSI, m.Served)
-		assert.Equal(t, IndexTable, m.Shadow)
-		assert.Contains(t, m.Query, tc.team)
-		t.Logf("%s: %s: %s %v", tc.team, m.Kind, m.Detail, m.Keys)
+		ev := page(tc.team, tc.limit)
+		for _, recheck := range []bool{false, true} {
+			m, err := ev.Compare(ctx, recheck)
+			require.NoError(t, err)
+			require.NotNil(t, m, "%s, recheck %v", tc.team, recheck)
+			assert.Equal(t, tc.kind, m.Kind, "%s: %+v", tc.team, m)
+			assert.Equal(t, "by_status", m.Index)
+			assert.Equal(t, GSI, m.Served)
+			assert.Equal(t, IndexTable, m.Shadow)
+			assert.Contains(t, m.Query, tc.team)
+			t.Logf("%s: %s: %s %v", tc.team, m.Kind, m.Detail, m.Keys)
+		}
 	}
 
-	// A mismatch the re-check no longer finds is transient, and not reported.
+	// A mismatch the re-check no longer finds: the table catches up.
 	deleteEntry(item("transient", "a", "open", 1))
-	recheck <- func() { putEntry(t, f.s2, "by_status", kpStep2(item("transient", "a", "open", 1)), false) }
-	n := count()
-	page("transient", 10)
-	assert.Equal(t, n, count(), "a transient mismatch is counted, not reported")
+	ev := page("transient", 10)
+	m, err = ev.Compare(ctx, false)
+	require.NoError(t, err)
+	require.NotNil(t, m)
+	assert.Equal(t, MismatchMissing, m.Kind)
+	putEntry(t, f.s2, "by_status", kpStep2(item("transient", "a", "open", 1)), false)
+	m, err = ev.Compare(ctx, true)
+	require.NoError(t, err)
+	assert.Nil(t, m, "read again on both forms, the page is equal")
+	m, err = ev.Compare(ctx, false)
+	require.NoError(t, err)
+	assert.Nil(t, m, "the page as served equals the table now")
+	assert.Empty(t, obs.take(), "Compare's reads are not observed")
 
-	r, err := shadowed.Rollout("by_status")
+	// A Via read is observed as an admin read; an event compares from any
+	// goroutine, after the caller changed its page.
+	p, err := observed.Query("by_status", "missing").Via(IndexTable).Page(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(7), r.Shadowed)
-	assert.Equal(t, int64(5), r.Persistent)
-	assert.Equal(t, int64(1), r.Transient)
-	assert.Equal(t, int64(7), r.Forms[GSI].Reads, "the calls, served by the GSI")
-	assert.Zero(t, r.Forms[IndexTable].Reads, "shadow reads are not reads served")
-	assert.GreaterOrEqual(t, r.Forms[IndexTable].ShadowReads, int64(7))
-	assert.False(t, r.Forms[GSI].LastRead.IsZero())
-	assert.True(t, r.Forms[IndexTable].LastRead.IsZero(), "no call was served by the table")
-}
-
-// The caller's call returns without waiting for its shadow read, and a call
-// sampled when the concurrency or the read-unit budget is spent is skipped.
-func TestShadowReadsDoNotHoldTheCall(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	f := newKPFleet(t)
-	kpSeed(t, f, kpStep1{ID: "a", Team: "T", Status: "open", Created: 1})
-	kpDeleteEntry(t, f, kpStep1{ID: "a", Team: "T", Status: "open", Created: 1})
-	release := make(chan struct{})
-	waiting := make(chan struct{}, 1)
-	tb, err := New[kpStep1](f.c, func(o *Options) {
-		o.TableName = f.s1.opts.TableName
-		o.Shadow = &ShadowOptions{Rate: 1, MaxConcurrent: 1, Sleep: func(ctx context.Context, d time.Duration) error {
-			waiting <- struct{}{}
-			<-release
-			return nil
-		}}
-	})
-	require.NoError(t, err)
-	p, err := tb.Query("by_status", "T").Page(ctx)
-	require.NoError(t, err, "the call returns while its shadow read waits")
-	require.Len(t, p.Items, 1)
-	<-waiting // the shadow read found the mismatch and waits to re-check
-	_, err = tb.Query("by_status", "T").Page(ctx)
-	require.NoError(t, err)
-	r, err := tb.Rollout("by_status")
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), r.Skipped, "the one shadow slot is busy")
-	close(release)
-	require.NoError(t, tb.WaitShadows(ctx))
-	r, err = tb.Rollout("by_status")
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), r.Persistent)
-
-	budget, err := New[kpStep1](f.c, func(o *Options) {
-		o.TableName = f.s1.opts.TableName
-		o.Shadow = &ShadowOptions{Rate: 1, MaxReadUnits: 0.001} // one unit, then one per 1,000 s
-	})
-	require.NoError(t, err)
-	for range 3 {
-		_, err = budget.Query("by_status", "T").Page(ctx)
-		require.NoError(t, err)
+	evs := obs.take()
+	require.Len(t, evs, 1)
+	assert.True(t, evs[0].Admin)
+	assert.Equal(t, IndexTable, evs[0].Form)
+	assert.Equal(t, GSI, evs[0].Other)
+	for i := range p.Items {
+		p.Items[i] = kpStep1{}
 	}
-	require.NoError(t, budget.WaitShadows(ctx))
-	r, err = budget.Rollout("by_status")
+	p.Items = p.Items[:0]
+	done := make(chan *Mismatch)
+	go func() {
+		m, err := evs[0].Compare(context.Background(), false)
+		assert.NoError(t, err)
+		done <- m
+	}()
+	m = <-done
+	require.NotNil(t, m)
+	assert.Equal(t, MismatchExtra, m.Kind, "the GSI holds missing-b, which the table lacks")
+	assert.Equal(t, IndexTable, m.Served)
+
+	// Exists, and each page of All, are observed too.
+	ok, err := observed.Query("by_status", "clean").Exists(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), r.Shadowed)
-	assert.Equal(t, int64(2), r.Skipped)
+	require.True(t, ok)
+	evs = obs.take()
+	require.Len(t, evs, 1)
+	m, err = evs[0].Compare(ctx, false)
+	require.NoError(t, err)
+	assert.Nil(t, m)
+	n := 0
+	for _, err := range observed.Query("by_status", "missing").Limit(2).All(ctx) {
+		require.NoError(t, err)
+		n++
+	}
+	require.Equal(t, 2, n)
+	evs = obs.take()
+	require.NotEmpty(t, evs)
+	for _, ev := range evs {
+		m, err := ev.Compare(ctx, false)
+		require.NoError(t, err)
+		require.NotNil(t, m, "the table lacks missing-b, the second item")
+		assert.Equal(t, MismatchMissing, m.Kind)
+	}
+	for range observed.Query("by_status", "nobody").All(ctx) {
+		t.Fatal("an empty partition")
+	}
+	evs = obs.take()
+	require.Len(t, evs, 1, "an All that finds nothing is one (empty) page")
+	m, err = evs[0].Compare(ctx, false)
+	require.NoError(t, err)
+	assert.Nil(t, m)
 }

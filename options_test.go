@@ -203,13 +203,4 @@ func TestPerCallClientOptions(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
-
-	gsi, _, _ := mgSetup(t, 10)
-	cgsi, err := New[mgPostGSI](client, curxSameOpts(gsi))
-	require.NoError(t, err)
-	all.take()
-	step("Compare", []string{"Query"}, func(opt func(*dynamodb.Options)) {
-		_, err := cgsi.Query("newest", "global").Limit(3).Compare(ctx, "", opt)
-		require.NoError(t, err)
-	})
 }

@@ -35,7 +35,4 @@ func TestBackfillOptionsValidate(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidWrite, "%+v", bad.o)
 		require.ErrorContains(t, err, bad.want)
 	}
-	require.ErrorIs(t, Route{To: GSI, Percent: math.NaN()}.Validate(), ErrInvalidQuery)
-	require.ErrorContains(t, Route{To: GSI, Percent: 101}.Validate(), "Percent 101: want 0 to 100")
-	require.NoError(t, Route{To: IndexTable, Percent: 100}.Validate())
 }

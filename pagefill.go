@@ -169,7 +169,6 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 		last.ReadUnits = *out.ConsumedCapacity.CapacityUnits
 	}
 	pg.total.add(last)
-	pg.q.t.rollout.request(pg.p.def, pg.q.shadow, last.ReadUnits)
 	pg.size.observe(int(out.ScannedCount), int(out.Count), last.ReadUnits, aws.ToBool(in.ConsistentRead))
 	// A response whose last evaluated item was not returned ended in dead
 	// items: the next request may be the start of a run.
@@ -318,6 +317,9 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		if err := q.t.unmarshalItem(raw[i], &page.Items[i]); err != nil {
 			return nil, err
 		}
+	}
+	if p.keepRaw {
+		p.raw = raw
 	}
 	pg.total.Returned = len(page.Items)
 	page.Stats = pg.total

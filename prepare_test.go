@@ -328,8 +328,8 @@ func TestPrepareRefusesStreamAndTTLOfAnotherKind(t *testing.T) {
 }
 
 // With nothing there, Prepare creates the base table with both forms of the
-// index and the control table of the routes; CheckSchema then passes, and
-// SetRoute and RefreshRoutes use the control table.
+// index and the control table of the routes; CheckSchema then passes.
+// (Package migrate's tests route through a control table made so.)
 func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -353,9 +353,6 @@ func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 	again, err := tb.Prepare(ctx, c)
 	require.NoError(t, err)
 	require.Equal(t, PrepareReport{}, again)
-
-	require.NoError(t, tb.SetRoute(ctx, "by_status", Route{To: GSI, Partitions: []string{"T1"}}))
-	require.NoError(t, tb.RefreshRoutes(ctx))
 }
 
 // On a server without streams (dynalite), a new base table created with a

@@ -43,7 +43,6 @@ type Query[T any] struct {
 	report      *Stats
 	via         Kind // the form Via chose, when hasVia
 	hasVia      bool
-	shadow      bool // a shadow read: counted apart, never shadowed itself
 }
 
 // DefaultPageSize is the Limit of a Page call that sets none.
@@ -179,6 +178,10 @@ type plan struct {
 	memoKey string     // the page fill's memo entry
 	shard   *shardPlan // for a sharded index; nil otherwise
 	route   string     // how the form was chosen (see form)
+	// keepRaw makes the page fill keep the items of the page it read in
+	// raw, for a ReadObserver (observe.go).
+	keepRaw bool
+	raw     []map[string]types.AttributeValue
 }
 
 // readDigest digests what the query counts as live, for the next position
@@ -276,18 +279,8 @@ func (q Query[T]) plan() (*plan, error) {
 	p, err := q.planFor(d)
 	if err == nil {
 		p.route = route
-		q.t.rollout.call(d, q.shadow, q.t.opts.Now())
 	}
 	return p, err
-}
-
-// readOp is the operation a read of q counts as: o, or for a shadow read,
-// opShadow.
-func (q Query[T]) readOp(o op) op {
-	if q.shadow {
-		return opShadow
-	}
-	return o
 }
 
 // tombstoneOnly reports whether the tombstone rule is the only filter of
@@ -303,7 +296,7 @@ func (q Query[T]) instrument(ctx context.Context, o op) (context.Context, *call)
 		return ctx, nil
 	}
 	d, _ := q.t.index(q.index)
-	return q.t.tel.start(ctx, q.readOp(o), d)
+	return q.t.tel.start(ctx, o, d)
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
@@ -467,7 +460,7 @@ func (p *plan) checkPosition(pos position, partition []string, what string) erro
 // matching [ErrCapReached].
 //
 // optFns are applied to every request Page sends, as the SDK's own per-call
-// options; so it is for All, Exists and Compare.
+// options; so it is for All and Exists.
 func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (page *Page[T], err error) {
 	ctx, c := q.instrument(ctx, opPage)
 	defer func() { endPage(ctx, c, page, err) }()
@@ -480,6 +473,8 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
+	observe := q.observing(p)
+	p.keepRaw = observe
 	page, err = fill[T](ctx, q, p, limit, true, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
@@ -487,8 +482,8 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 	if page != nil {
 		c.cursor(page.Cursor != "")
 	}
-	if err == nil {
-		q.t.shadowPage(ctx, q, p.def, page)
+	if observe && err == nil {
+		q.observePage(ctx, p, page, limit, true)
 	}
 	return page, err
 }
@@ -521,12 +516,22 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 			return
 		}
 		c.planned(ctx, p, q.tombstoneOnly(p.def))
+		var pages *allPages[T] // nil: not observed
+		if q.observing(p) {
+			pages = &allPages[T]{q: q, p: p}
+		}
 		if p.shard != nil {
-			q.allSharded(ctx, p, optFns, yield)
+			q.allSharded(ctx, p, optFns, yield, pages)
 			return
 		}
 		pager := newPager(q, p, true, optFns)
 		yielded := 0
+		var observedStats Stats // pager.total when the last page was observed
+		flush := func(end int) {
+			if pages.flush(ctx, statsSince(pager.total, observedStats), end) {
+				observedStats = pager.total
+			}
+		}
 		defer func() {
 			pager.remember()
 			// Each request counts once, also when the next one failed;
@@ -553,6 +558,20 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 			if err != nil {
 				yield(zero, err)
 				return
+			}
+			if pages != nil {
+				// The page: the items of this request that the iteration
+				// yields (Limit may cut it), observed before they are.
+				n := len(items)
+				if q.limit > 0 {
+					n = min(n, q.limit-yielded)
+				}
+				pages.add(items[:n]...)
+				end := endUnknown
+				if !more && n == len(items) {
+					end = endNone
+				}
+				flush(end)
 			}
 			for i := range items {
 				if q.limit > 0 && yielded == q.limit {
@@ -587,9 +606,14 @@ func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options))
 		return false, err
 	}
 	c.planned(ctx, p, q.tombstoneOnly(p.def))
+	observe := q.observing(p)
+	p.keepRaw = observe
 	page, err = fill[T](ctx, q, p, 1, false, optFns)
 	if q.report != nil && page != nil {
 		q.report.add(page.Stats)
+	}
+	if observe && err == nil {
+		q.observePage(ctx, p, page, 1, false)
 	}
 	if page != nil && len(page.Items) > 0 {
 		return true, nil

@@ -16,9 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/internal/oteltest"
+	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -111,33 +114,58 @@ type rbInstance interface {
 	read(ctx context.Context, team string, limit int, form ddbindex.Kind, via bool) (items []rbItem, pages int, err error)
 	forms() []ddbindex.Kind
 	shadows() bool
+	// refresh reads the fleet's routes now.
 	refresh(ctx context.Context) error
-	rollout() (ddbindex.RolloutStats, error)
+	// shadowStats are the instance's shadow comparisons so far.
+	shadowStats() migrate.ShadowStats
 	waitShadows(ctx context.Context) error
+	// formReads counts the reads each form served, routed or not (the
+	// metric ddbindex.migration.routed_reads).
+	formReads(t testing.TB, form ddbindex.Kind) float64
 }
 
 type rbTableOf[T any] struct {
-	name   string
-	t      *ddbindex.Table[T]
-	kept   []ddbindex.Kind
-	shadow bool // shadows every page
+	name string
+	t    *ddbindex.Table[T]
+	kept []ddbindex.Kind
+	rbParts
+}
+
+// rbParts are what an instance's Table is made with: its Router over the
+// control table, its Shadows (nil unless it shadows every page), and the
+// metrics it records.
+type rbParts struct {
+	router *migrate.Router
+	shadow *migrate.Shadows
+	h      *oteltest.Harness
 }
 
 func (r *rbTableOf[T]) decl() string           { return r.name }
 func (r *rbTableOf[T]) forms() []ddbindex.Kind { return r.kept }
-func (r *rbTableOf[T]) shadows() bool          { return r.shadow }
+func (r *rbTableOf[T]) shadows() bool          { return r.shadow != nil }
 func (r *rbTableOf[T]) refresh(ctx context.Context) error {
-	return r.t.RefreshRoutes(ctx)
+	return r.router.Refresh(ctx)
+}
+func (r *rbTableOf[T]) shadowStats() migrate.ShadowStats {
+	if r.shadow == nil {
+		return migrate.ShadowStats{}
+	}
+	return r.shadow.Stats()
+}
+func (r *rbTableOf[T]) formReads(t testing.TB, form ddbindex.Kind) float64 {
+	return r.h.Metrics(t).Sum("ddbindex.migration.routed_reads", attribute.String("ddbindex.form", form.String()))
 }
 func (r *rbTableOf[T]) put(ctx context.Context, it rbItem) (rbItem, error) {
 	out, err := r.t.Put(ctx, rbTo[T](it))
 	return rbBack(out), err
 }
 func (r *rbTableOf[T]) del(ctx context.Context, it rbItem) error { return r.t.Delete(ctx, rbTo[T](it)) }
-func (r *rbTableOf[T]) rollout() (ddbindex.RolloutStats, error) {
-	return r.t.Rollout("by_status")
+func (r *rbTableOf[T]) waitShadows(ctx context.Context) error {
+	if r.shadow == nil {
+		return nil
+	}
+	return r.shadow.Wait(ctx)
 }
-func (r *rbTableOf[T]) waitShadows(ctx context.Context) error { return r.t.WaitShadows(ctx) }
 func (r *rbTableOf[T]) read(ctx context.Context, team string, limit int, form ddbindex.Kind, via bool) ([]rbItem, int, error) {
 	var out []rbItem
 	cursor := ""
@@ -250,30 +278,44 @@ func newRBFleet(t *testing.T) *rbFleet {
 	return f
 }
 
-// rbOpen makes a Table of declaration T with the fleet's options, shadowing
-// every page once shadow reads are on: an instance's, the operator's (Prepare,
-// Backfill, CheckSchema) or the stream upkeep's.
+// rbOpen makes a Table of declaration T with the fleet's options, routed by
+// a Router of its own over the control table, shadowing every page once
+// shadow reads are on: an instance's, the operator's (Prepare, Backfill,
+// CheckSchema) or the stream upkeep's.
 func rbOpen[T any](f *rbFleet) *ddbindex.Table[T] {
+	tb, _ := rbOpenWith[T](f)
+	return tb
+}
+
+// rbOpenWith is rbOpen, with the parts the Table was made with.
+func rbOpenWith[T any](f *rbFleet) (*ddbindex.Table[T], rbParts) {
 	f.t.Helper()
-	optFns := []func(*ddbindex.Options){f.opts}
+	router, err := migrate.NewRouter(f.c, migrate.RouterOptions{ControlTable: f.control, Tables: []string{"rb-tickets"}})
+	require.NoError(f.t, err)
+	parts := rbParts{router: router, h: oteltest.New(f.t)}
+	optFns := []func(*ddbindex.Options){f.opts, func(o *ddbindex.Options) {
+		o.Router = router
+		o.MeterProvider = parts.h.MeterProvider
+	}}
 	if f.shadow {
-		optFns = append(optFns, func(o *ddbindex.Options) {
-			o.Shadow = &ddbindex.ShadowOptions{
-				Rate: 1,
-				// Never skip a page for want of a slot: every page is compared.
-				MaxConcurrent: 1 << 16,
-				Recheck:       time.Millisecond,
-				OnMismatch: func(m ddbindex.Mismatch) {
-					f.mu.Lock()
-					defer f.mu.Unlock()
-					f.mismatches = append(f.mismatches, m)
-				},
-			}
+		parts.shadow, err = migrate.NewShadows(migrate.ShadowOptions{
+			Rate: 1,
+			// Never skip a page for want of a slot: every page is compared.
+			MaxConcurrent: 1 << 16,
+			Recheck:       time.Millisecond,
+			OnMismatch: func(m ddbindex.Mismatch) {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				f.mismatches = append(f.mismatches, m)
+			},
 		})
+		require.NoError(f.t, err)
+		f.t.Cleanup(func() { require.NoError(f.t, parts.shadow.Close(context.Background())) })
+		optFns = append(optFns, func(o *ddbindex.Options) { o.Observer = parts.shadow })
 	}
 	tb, err := ddbindex.New[T](f.c, optFns...)
 	require.NoError(f.t, err)
-	return tb
+	return tb, parts
 }
 
 // open starts an instance running the declaration.
@@ -282,16 +324,23 @@ func (f *rbFleet) open(decl int) rbInstance {
 	var inst rbInstance
 	switch decl {
 	case declGSI:
-		inst = &rbTableOf[rbGSI]{declNames[decl], rbOpen[rbGSI](f), []ddbindex.Kind{ddbindex.GSI}, f.shadow}
+		inst = rbInstanceOf[rbGSI](f, decl, ddbindex.GSI)
 	case declGSIKeepTable:
-		inst = &rbTableOf[rbGSIKeepTable]{declNames[decl], rbOpen[rbGSIKeepTable](f), []ddbindex.Kind{ddbindex.GSI, ddbindex.IndexTable}, f.shadow}
+		inst = rbInstanceOf[rbGSIKeepTable](f, decl, ddbindex.GSI, ddbindex.IndexTable)
 	case declTableKeepGSI:
-		inst = &rbTableOf[rbTableKeepGSI]{declNames[decl], rbOpen[rbTableKeepGSI](f), []ddbindex.Kind{ddbindex.IndexTable, ddbindex.GSI}, f.shadow}
+		inst = rbInstanceOf[rbTableKeepGSI](f, decl, ddbindex.IndexTable, ddbindex.GSI)
 	case declTable:
-		inst = &rbTableOf[rbTable]{declNames[decl], rbOpen[rbTable](f), []ddbindex.Kind{ddbindex.IndexTable}, f.shadow}
+		inst = rbInstanceOf[rbTable](f, decl, ddbindex.IndexTable)
 	}
 	f.opened = append(f.opened, inst)
 	return inst
+}
+
+// rbInstanceOf opens an instance of declaration T, which keeps the forms
+// given.
+func rbInstanceOf[T any](f *rbFleet, decl int, forms ...ddbindex.Kind) *rbTableOf[T] {
+	tb, parts := rbOpenWith[T](f)
+	return &rbTableOf[T]{name: declNames[decl], t: tb, kept: forms, rbParts: parts}
 }
 
 // deploy opens a fleet of instances, one per declaration given, and reads
@@ -331,14 +380,14 @@ func (f *rbFleet) catchUp() {
 }
 
 // setRoute changes the fleet's route at run time and lets every instance
-// read it (as each does within Options.RouteRefresh).
-func (f *rbFleet) setRoute(operator rbInstance, fleet []rbInstance, r ddbindex.Route) {
+// read it (as each Router does within its Refresh).
+func (f *rbFleet) setRoute(operator rbInstance, fleet []rbInstance, r migrate.Route) {
 	f.t.Helper()
 	switch op := operator.(type) {
 	case *rbTableOf[rbGSIKeepTable]:
-		require.NoError(f.t, op.t.SetRoute(f.ctx, "by_status", r))
+		require.NoError(f.t, migrate.SetRoute(f.ctx, op.router, op.t, "by_status", r))
 	case *rbTableOf[rbTableKeepGSI]:
-		require.NoError(f.t, op.t.SetRoute(f.ctx, "by_status", r))
+		require.NoError(f.t, migrate.SetRoute(f.ctx, op.router, op.t, "by_status", r))
 	default:
 		f.t.Fatalf("the operator runs %s, which keeps one form", operator.decl())
 	}
@@ -599,12 +648,10 @@ func (f *rbFleet) check(phase string, fleet []rbInstance, skip ...ddbindex.Kind)
 	f.catchUp()
 	// Shadow comparisons started during the round are over, whatever they
 	// found.
-	before := make([]ddbindex.RolloutStats, len(fleet))
+	before := make([]migrate.ShadowStats, len(fleet))
 	for i, inst := range fleet {
 		require.NoError(t, inst.waitShadows(f.ctx))
-		var err error
-		before[i], err = inst.rollout()
-		require.NoError(t, err)
+		before[i] = inst.shadowStats()
 	}
 	f.mu.Lock()
 	mismatches := len(f.mismatches)
@@ -634,12 +681,11 @@ func (f *rbFleet) check(phase string, fleet []rbInstance, skip ...ddbindex.Kind)
 	}
 	for i, inst := range fleet {
 		require.NoError(t, inst.waitShadows(f.ctx))
-		after, err := inst.rollout()
-		require.NoError(t, err)
+		after := inst.shadowStats()
 		require.Equal(t, before[i].Transient, after.Transient, "%s: %s instance: shadow reads of exact forms found a mismatch", phase, inst.decl())
 		require.Equal(t, before[i].Persistent, after.Persistent, "%s: %s instance: shadow reads of exact forms found a mismatch", phase, inst.decl())
 		if inst.shadows() && len(inst.forms()) == 2 {
-			require.Greater(t, after.Shadowed, before[i].Shadowed, "%s: %s instance: its shadow reads compared pages", phase, inst.decl())
+			require.Greater(t, after.Compared, before[i].Compared, "%s: %s instance: its shadow reads compared pages", phase, inst.decl())
 			require.Equal(t, before[i].Skipped, after.Skipped, "%s: %s instance: no shadow read skipped", phase, inst.decl())
 		}
 	}
@@ -661,11 +707,9 @@ func (f *rbFleet) step(phase string, fleet []rbInstance, n int, skip ...ddbindex
 func (f *rbFleet) noReads(fleet []rbInstance, form, other ddbindex.Kind) {
 	t := f.t
 	t.Helper()
-	before := make([]int64, len(fleet))
+	before := make([]float64, len(fleet))
 	for i, inst := range fleet {
-		r, err := inst.rollout()
-		require.NoError(t, err)
-		before[i] = r.Forms[form].Reads
+		before[i] = inst.formReads(t, form)
 	}
 	for _, inst := range fleet {
 		for _, team := range f.teams {
@@ -674,10 +718,8 @@ func (f *rbFleet) noReads(fleet []rbInstance, form, other ddbindex.Kind) {
 		}
 	}
 	for i, inst := range fleet {
-		r, err := inst.rollout()
-		require.NoError(t, err)
-		require.Equal(t, before[i], r.Forms[form].Reads, "%s instance: no %s reads at 100%% %s routes", inst.decl(), form, other)
-		require.Positive(t, r.Forms[other].Reads)
+		require.Equal(t, before[i], inst.formReads(t, form), "%s instance: no %s reads at 100%% %s routes", inst.decl(), form, other)
+		require.Positive(t, inst.formReads(t, other))
 	}
 }
 
@@ -691,9 +733,8 @@ func (f *rbFleet) figures(direction string) {
 	f.mu.Unlock()
 	var shadowed, skipped, transient, persistent int64
 	for _, inst := range f.opened {
-		r, err := inst.rollout()
-		require.NoError(f.t, err)
-		shadowed += r.Shadowed
+		r := inst.shadowStats()
+		shadowed += r.Compared
 		skipped += r.Skipped
 		transient += r.Transient
 		persistent += r.Persistent
@@ -792,7 +833,7 @@ func TestRunbookMixedFleet(t *testing.T) {
 	f.shadow = true
 	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
 	operator := fleet[0]
-	for _, r := range []ddbindex.Route{
+	for _, r := range []migrate.Route{
 		{To: ddbindex.IndexTable, Partitions: []string{"acme"}},
 		{To: ddbindex.IndexTable, Percent: 50},
 		{To: ddbindex.IndexTable, Percent: 100},
@@ -805,10 +846,10 @@ func TestRunbookMixedFleet(t *testing.T) {
 	// rollback to step 1 routes and declarations, and forward again.
 	fleet = f.deploy(declGSIKeepTable, declTableKeepGSI)
 	f.step("step 3, mixed", fleet, 80)
-	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.GSI, Percent: 100})
+	f.setRoute(operator, fleet, migrate.Route{To: ddbindex.GSI, Percent: 100})
 	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
 	f.step("rolled back to step 1, GSI routes", fleet, 60)
-	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.IndexTable, Percent: 100})
+	f.setRoute(operator, fleet, migrate.Route{To: ddbindex.IndexTable, Percent: 100})
 	fleet = f.deploy(declGSIKeepTable, declTableKeepGSI)
 	f.step("forward again, mixed", fleet, 60)
 	rbStartUpkeep(f, rbOpen[rbTableKeepGSI](f), cp) // the upkeep redeploys too, from its checkpoints
@@ -917,7 +958,7 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	f.shadow = true
 	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
 	operator := fleet[0]
-	for _, r := range []ddbindex.Route{
+	for _, r := range []migrate.Route{
 		{To: ddbindex.GSI, Partitions: []string{"acme"}},
 		{To: ddbindex.GSI, Percent: 50},
 		{To: ddbindex.GSI, Percent: 100},
@@ -930,10 +971,10 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	// rollback to step 1 routes and declarations, and forward again.
 	fleet = f.deploy(declTableKeepGSI, declGSIKeepTable)
 	f.step("step 3, mixed", fleet, 80)
-	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.IndexTable, Percent: 100})
+	f.setRoute(operator, fleet, migrate.Route{To: ddbindex.IndexTable, Percent: 100})
 	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
 	f.step("rolled back to step 1, index-table routes", fleet, 60)
-	f.setRoute(operator, fleet, ddbindex.Route{To: ddbindex.GSI, Percent: 100})
+	f.setRoute(operator, fleet, migrate.Route{To: ddbindex.GSI, Percent: 100})
 	fleet = f.deploy(declTableKeepGSI, declGSIKeepTable)
 	f.step("forward again, mixed", fleet, 60)
 	rbStartUpkeep(f, rbOpen[rbGSIKeepTable](f), cp) // the upkeep redeploys too, from its checkpoints

@@ -656,6 +656,9 @@ func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, pee
 			return nil, err
 		}
 	}
+	if p.keepRaw {
+		p.raw = raw
+	}
 	page.Stats = m.stats()
 	page.Stats.Returned = len(page.Items)
 	page.Stats.Dropped = page.Stats.Read - page.Stats.Filtered - len(page.Items)
@@ -666,11 +669,24 @@ func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, pee
 }
 
 // allSharded is All on a sharded index: the merge, read as far as the
-// caller iterates (at most Limit entries when Limit is set).
-func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamodb.Options), yield func(T, error) bool) {
+// caller iterates (at most Limit entries when Limit is set). pages, when
+// not nil, observes it a page's worth of entries at a time.
+func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamodb.Options), yield func(T, error) bool, pages *allPages[T]) {
 	var zero T
 	m := newMerger(q, p, true, optFns)
 	yielded := 0
+	var observedStats Stats // m.stats() when the last page was observed
+	flush := func(end int) {
+		if pages.flush(ctx, statsSince(m.stats(), observedStats), end) {
+			observedStats = m.stats()
+		}
+	}
+	end := endUnknown
+	defer func() {
+		if pages != nil && (len(pages.raw) > 0 || end == endNone) {
+			flush(end)
+		}
+	}()
 	defer func() {
 		m.remember()
 		s := m.stats()
@@ -688,6 +704,7 @@ func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamo
 			return
 		}
 		if !ok {
+			end = endNone
 			return
 		}
 		var v T
@@ -696,6 +713,12 @@ func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamo
 			return
 		}
 		yielded++
+		if pages != nil {
+			pages.add(item)
+			if len(pages.raw) == DefaultPageSize {
+				flush(endUnknown)
+			}
+		}
 		if !yield(v, nil) {
 			return
 		}

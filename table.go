@@ -112,27 +112,23 @@ type Options struct {
 	// one without reads the item again and retries, up to 8 attempts.
 	WriteThrough bool
 
-	// Routes are the static routes of indexes that keep two forms (keep= in
-	// their IndexSpec), by logical index name: which partitions read which
-	// form. The control table's routes take precedence once read. See
-	// [Route] and [Query.Via]. Default: every read uses the declared type.
-	Routes map[string]Route
-	// RouteFunc, when set, is asked first which form of an index that keeps
-	// two serves a read of a partition (pk as [Route] names partitions);
-	// when it answers ok=false, the routes decide.
-	RouteFunc func(index, pk string) (form Kind, ok bool)
-	// ControlTable names the table that holds the fleet's routes
-	// ([Table.SetRoute] writes them; see [Table.ControlTableInput]). Empty:
-	// no fleet-wide routing.
+	// Router picks the form that serves each read of an index that keeps
+	// two forms (keep= in its IndexSpec): package migrate's Routes (static
+	// routes) or Router (the fleet's routes, from the control table). A
+	// query's [Query.Via] comes first. Default: every read uses the
+	// declared type. Reads of an index with one form never ask it.
+	Router Router
+	// Observer sees every page read from an index that keeps two forms
+	// (package migrate's Shadows compares a sampled share of them with the
+	// other form). Default: none. Reads of an index with one form never
+	// call it.
+	Observer ReadObserver
+	// ControlTable names the service's control table, which
+	// [Table.ControlTableInput] describes, Prepare creates and CheckSchema
+	// checks: where package migrate's Router keeps the fleet's routes, and
+	// Backfill and package stream their checkpoints. A Table reads nothing
+	// from it. Empty: none.
 	ControlTable string
-	// RouteRefresh is how often the routes are re-read from the control
-	// table, in the background. Default 30 seconds. A read that fails keeps
-	// the routes read before; [Table.RouteRefreshError] returns its error.
-	RouteRefresh time.Duration
-	// Shadow, when set with a Rate, compares a sampled share of the Page
-	// calls on an index that keeps two forms with the same page read on
-	// the other form, in the background (see ShadowOptions).
-	Shadow *ShadowOptions
 	// ShardFanout is how many requests to the shards of a sharded index
 	// (shards= in its IndexSpec) one call sends at once. Default 16.
 	ShardFanout int
@@ -201,10 +197,7 @@ type Table[T any] struct {
 	readOnly bool // made by NewReadOnly: its client refuses writes
 	s        *schema
 	opts     Options
-	memo     *memo // the page fill's memory of live ratios
-	routes   *routeTable
-	rollout  *rollout
-	shadows  *shadows
+	memo     *memo      // the page fill's memory of live ratios
 	tel      *telemetry // nil: nothing instrumented
 	// shardSizing replaces defaultShardSizing in tests (nil: the default).
 	shardSizing *shardSizing
@@ -218,7 +211,7 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 
 // NewReadOnly returns a read-only Table for model T, for a service that
 // only reads: its client needs the read methods alone ([ReadAPI]). Get,
-// BatchGet, queries, Explain and Compare work as on a table made by [New];
+// BatchGet, queries and Explain work as on a table made by [New];
 // Put, Delete, Move, Update, Apply and Backfill fail before any request with
 // an error matching [ErrUnsupported]. CreateTables and CheckSchema take
 // their own client, and work on either kind of table.
@@ -259,16 +252,7 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
 		}
 	}
-	for index, r := range o.Routes {
-		if _, ok := s.byName[index]; !ok {
-			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes routes an index the model does not declare"}
-		}
-		if err := r.check(); err != nil {
-			return nil, &DeclarationError{Model: s.model, Index: index, Rule: "Options.Routes: " + err.Error()}
-		}
-	}
-	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, routes: &routeTable{}, rollout: &rollout{}, shadows: newShadows(o.Shadow),
-		tel: newTelemetry(s, &o)}, nil
+	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, tel: newTelemetry(s, &o)}, nil
 }
 
 // writable returns an error matching ErrUnsupported when t is read-only: the

@@ -450,7 +450,7 @@ func (t *Table[T]) survey(ctx context.Context, api SchemaAPI, optFns []func(*dyn
 			return nil, err
 		}
 		if desc == nil {
-			add(gap{problem: fmt.Sprintf("control table %s (Options.ControlTable) does not exist: every instance routes reads by Options.Routes alone", name),
+			add(gap{problem: fmt.Sprintf("control table %s (Options.ControlTable) does not exist: no migrate.Router can read the fleet's routes", name),
 				fix: fixCreateTable, table: name, create: in})
 		} else {
 			status(desc, name)

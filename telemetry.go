@@ -98,9 +98,6 @@ const (
 	attrErrorType   = attribute.Key("error.type")
 	attrCap         = attribute.Key("ddbindex.cap")
 	attrRoute       = attribute.Key("ddbindex.route")
-	attrShadow      = attribute.Key("ddbindex.shadow.outcome")
-	attrMismatch    = attribute.Key("ddbindex.mismatch.kind")
-	attrPersistence = attribute.Key("ddbindex.mismatch.persistence")
 
 	// Span and event attributes.
 	attrDBSystem     = attribute.Key("db.system.name")
@@ -122,14 +119,12 @@ const (
 // How a read's form was chosen (attribute ddbindex.route): see form in
 // routing.go.
 const (
-	routeVia      = "via"
-	routeFunc     = "route_func"
-	routeControl  = "control_table"
-	routeStatic   = "static"
-	routeDeclared = "declared"
+	routeVia      = "via"      // the query's Via
+	routeRouter   = "router"   // Options.Router
+	routeDeclared = "declared" // the declared type
 )
 
-var routeSources = []string{routeVia, routeFunc, routeControl, routeStatic, routeDeclared}
+var routeSources = [...]string{routeVia, routeRouter, routeDeclared}
 
 // instruments are a Table's metric instruments.
 type instruments struct {
@@ -146,9 +141,6 @@ type instruments struct {
 	caps           metric.Int64Counter
 	duration       metric.Float64Histogram
 	routed         metric.Int64Counter
-	shadowReads    metric.Int64Counter
-	mismatches     metric.Int64Counter
-	routeRefresh   metric.Int64Counter
 }
 
 // newInstruments makes the instruments on m. An instrument the meter
@@ -192,9 +184,6 @@ func newInstruments(m metric.Meter) *instruments {
 		caps:           i64("ddbindex.caps", "{event}", "Queries stopped by MaxRequests or MaxReadUnits (ErrCapReached)"),
 		duration:       hist("ddbindex.operation.duration", "s", "Duration of library calls", 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 		routed:         i64("ddbindex.migration.routed_reads", "{read}", "Reads of an index that keeps two forms, by the form that served them and how it was chosen"),
-		shadowReads:    i64("ddbindex.migration.shadow_reads", "{read}", "Shadow reads sampled, compared or skipped"),
-		mismatches:     i64("ddbindex.migration.mismatches", "{mismatch}", "Shadow comparisons that found the forms different"),
-		routeRefresh:   i64("ddbindex.migration.route_refresh_errors", "{error}", "Reads of the control table's routes that failed, by error code"),
 	}
 }
 
@@ -203,8 +192,7 @@ func (i *instruments) enabled(ctx context.Context) bool {
 	return i.requests.Enabled(ctx) || i.readUnits.Enabled(ctx) || i.writeUnits.Enabled(ctx) ||
 		i.itemsRead.Enabled(ctx) || i.itemsReturned.Enabled(ctx) || i.itemsFiltered.Enabled(ctx) || i.itemsDropped.Enabled(ctx) ||
 		i.tombstoneRatio.Enabled(ctx) || i.errors.Enabled(ctx) || i.noProgress.Enabled(ctx) || i.caps.Enabled(ctx) ||
-		i.duration.Enabled(ctx) || i.routed.Enabled(ctx) || i.shadowReads.Enabled(ctx) || i.mismatches.Enabled(ctx) ||
-		i.routeRefresh.Enabled(ctx)
+		i.duration.Enabled(ctx) || i.routed.Enabled(ctx)
 }
 
 // telemetry is a Table's instrumentation. A nil *telemetry instruments
@@ -293,7 +281,7 @@ type opAttrs struct {
 	rec  []metric.RecordOption
 	apis [numAPIs]atomic.Pointer[[]metric.AddOption]
 	// routes holds, per route source, the options of a routed read.
-	routes [5]atomic.Pointer[[]metric.AddOption]
+	routes [len(routeSources)]atomic.Pointer[[]metric.AddOption]
 }
 
 // attrs returns the options of operation o on tg.
@@ -500,15 +488,6 @@ func (c *call) cursor(has bool) {
 	}
 }
 
-// routeRefreshFailed counts a failed read of the control table's routes
-// (RefreshRoutes or the background refresh), by its error.type.
-func (tel *telemetry) routeRefreshFailed(ctx context.Context, err error) {
-	if tel == nil || !tel.meter() {
-		return
-	}
-	tel.inst.routeRefresh.Add(ctx, 1, metric.WithAttributes(attrTable.String(tel.table), attrErrorType.String(errorType(err))))
-}
-
 // errorType is the error.type of an error the library returns: its code
 // (such as "DDBX-900"), or, for an error without one, "_OTHER".
 func errorType(err error) string {
@@ -693,47 +672,6 @@ func (c *call) multi(ctx context.Context, a api, tables func() []string, ccs []t
 		}
 		return kv
 	})
-}
-
-// ---- migration ------------------------------------------------------------------
-
-// shadowOutcome records a shadow read of index, on form shadow: "compared"
-// or "skipped".
-func (tel *telemetry) shadowOutcome(ctx context.Context, d *layout, outcome string) {
-	if tel == nil || !tel.meter() || !tel.inst.shadowReads.Enabled(ctx) {
-		return
-	}
-	a := tel.target(d).attrs(opShadow)
-	tel.inst.shadowReads.Add(ctx, 1, a.extra(attrShadow.String(outcome))...)
-}
-
-// mismatch records a mismatch between the forms of an index, found on
-// form d: transient (gone at the re-check) or persistent.
-func (tel *telemetry) mismatch(ctx context.Context, d *layout, kind MismatchKind, persistence string) {
-	if tel == nil || !tel.meter() || !tel.inst.mismatches.Enabled(ctx) {
-		return
-	}
-	a := tel.target(d).attrs(opShadow)
-	tel.inst.mismatches.Add(ctx, 1, a.extra(attrMismatch.String(string(kind)), attrPersistence.String(persistence))...)
-}
-
-// shadowSpan starts the span of a shadow comparison, linked to the span of
-// the call it shadows.
-func (tel *telemetry) shadowSpan(ctx context.Context, served, other *layout, link trace.SpanContext) (context.Context, trace.Span) {
-	if tel == nil || !tel.tracing() {
-		return ctx, nil
-	}
-	var opts []trace.SpanStartOption
-	if link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
-	}
-	ctx, span := tel.tracer.Start(ctx, "ddbindex.ShadowCompare", opts...)
-	if !span.IsRecording() {
-		return ctx, nil
-	}
-	span.SetAttributes(attrDBSystem.String("aws.dynamodb"), attrTable.String(tel.table), attrIndex.String(served.name), attrForm.String(served.kind.String()),
-		attribute.String("ddbindex.shadow.form", other.kind.String()))
-	return ctx, span
 }
 
 // batchGot notes on a BatchGet's span how many keys it was given and how

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -329,17 +328,20 @@ func TestTelemetryErrors(t *testing.T) {
 }
 
 // Reads of an index that keeps two forms count as routed reads by the form
-// that served them and the rule that chose it; shadow reads count as
-// compared, and the mismatches they find by kind and persistence.
-func TestTelemetryRoutingAndShadows(t *testing.T) {
+// that served them and how it was chosen (via, router, declared), on their
+// spans too; the reads of ReadEvent.Compare count as operation Shadow, with
+// a span each, and are not routed reads. (Package migrate's Shadows records
+// the shadow reads and mismatches.)
+func TestTelemetryRouting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := oteltest.New(t)
 	f := newKPFleet(t)
+	obs := &kpObserver{}
 	tb, err := New[kpStep1](f.c, withOTel(h), func(o *Options) {
 		o.TableName = f.s1.opts.TableName
-		o.Routes = map[string]Route{"by_status": {To: IndexTable, Partitions: []string{"to-table"}}}
-		o.Shadow = &ShadowOptions{Rate: 1, Sleep: func(context.Context, time.Duration) error { return nil }}
+		o.Router = &kpRouter{fn: func(pk string) (Kind, bool) { return IndexTable, pk == "to-table" }}
+		o.Observer = obs
 	})
 	require.NoError(t, err)
 	item := func(team, id string, created int64) kpStep1 {
@@ -348,15 +350,28 @@ func TestTelemetryRoutingAndShadows(t *testing.T) {
 	for _, team := range []string{"to-table", "to-gsi"} {
 		kpSeed(t, f, item(team, "a", 1), item(team, "b", 2))
 	}
-	// The index table lacks an entry of to-gsi: the shadow read (on the
-	// table) misses it, and finds it missing again at the re-check.
+	// The index table lacks an entry of to-gsi: compared on the table, the
+	// page misses it, and misses it again when both are read again.
 	kpDeleteEntry(t, f, item("to-gsi", "b", 2))
 
+	outcomes := map[string]int{}
 	for _, team := range []string{"to-table", "to-gsi", "to-gsi"} {
 		_, err := tb.Query("by_status", team).Page(ctx)
 		require.NoError(t, err)
-		require.NoError(t, tb.WaitShadows(ctx))
+		evs := obs.take()
+		require.Len(t, evs, 1)
+		m, err := evs[0].Compare(ctx, false)
+		require.NoError(t, err)
+		if m == nil {
+			outcomes["equal"]++
+			continue
+		}
+		m, err = evs[0].Compare(ctx, true)
+		require.NoError(t, err)
+		require.NotNil(t, m)
+		outcomes[string(m.Kind)]++
 	}
+	assert.Equal(t, map[string]int{"equal": 1, string(MismatchMissing): 2}, outcomes)
 	for range tb.Query("by_status", "to-table").Via(GSI).All(ctx) {
 	}
 
@@ -364,34 +379,20 @@ func TestTelemetryRoutingAndShadows(t *testing.T) {
 	routed := func(form, route, op string) float64 {
 		return m.Sum("ddbindex.migration.routed_reads", attrIndex.String("by_status"), attrForm.String(form), attrRoute.String(route), attrOperation.String(op))
 	}
-	assert.Equal(t, float64(1), routed("table", routeStatic, "Page"))
-	assert.Equal(t, float64(2), routed("gsi", routeStatic, "Page"))
+	assert.Equal(t, float64(1), routed("table", routeRouter, "Page"))
+	assert.Equal(t, float64(2), routed("gsi", routeDeclared, "Page"), "the Router said ok=false")
 	assert.Equal(t, float64(1), routed("gsi", routeVia, "All"))
-	assert.Equal(t, float64(4), m.Sum("ddbindex.migration.routed_reads"), "shadow reads are not routed reads")
-	assert.Equal(t, float64(1), m.Sum("ddbindex.migration.shadow_reads", attrForm.String("gsi"), attrShadow.String("compared")), "to-table's page, shadowed on the GSI")
-	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.shadow_reads", attrForm.String("table"), attrShadow.String("compared")))
-	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.mismatches", attrForm.String("table"), attrMismatch.String(string(MismatchMissing)), attrPersistence.String("persistent")))
-	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.mismatches"))
-	r, err := tb.Rollout("by_status")
-	require.NoError(t, err)
-	assert.Equal(t, float64(r.Shadowed), m.Sum("ddbindex.migration.shadow_reads", attrShadow.String("compared")), "the metric agrees with Rollout")
-	assert.Equal(t, float64(r.Persistent), m.Sum("ddbindex.migration.mismatches", attrPersistence.String("persistent")))
-	// Each comparison: its own first read, and for a mismatch the re-check
-	// of both forms; their requests count as operation Shadow.
+	assert.Equal(t, float64(4), m.Sum("ddbindex.migration.routed_reads"), "Compare's reads are not routed reads")
+	// Each comparison: its own read of the other form, and for a mismatch
+	// the re-read of both forms; their requests count as operation Shadow.
 	assert.Equal(t, float64(1+3+3), m.Sum("ddbindex.requests", attrOperation.String("Shadow")))
-
-	compares := h.Spans("ddbindex.ShadowCompare")
-	require.Len(t, compares, 3)
-	pages := h.Spans("ddbindex.Page")
-	var outcomes []string
-	for _, s := range compares {
-		o, _ := oteltest.Attr(s, attrShadow)
-		outcomes = append(outcomes, o.AsString())
-		require.Len(t, s.Links(), 1, "linked to the call it shadows")
-		assert.True(t, slices.ContainsFunc(pages, func(p sdktrace.ReadOnlySpan) bool { return p.SpanContext().Equal(s.Links()[0].SpanContext) }))
+	assert.Len(t, h.Spans("ddbindex.Shadow"), 1+3+3, "a span per read of Compare")
+	var routes []string
+	for _, s := range h.Spans("ddbindex.Page") {
+		r, _ := oteltest.Attr(s, attrRoute)
+		routes = append(routes, r.AsString())
 	}
-	assert.ElementsMatch(t, []string{"equal", "persistent", "persistent"}, outcomes)
-	assert.Len(t, h.Spans("ddbindex.Shadow"), 1+3+3, "a span per shadow read")
+	assert.ElementsMatch(t, []string{"router", "declared", "declared"}, routes)
 }
 
 // The library's span is the parent of the SDK's own spans for its requests,

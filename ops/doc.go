@@ -25,7 +25,7 @@
 //	                                   --segment/--total-segments, --rate (write units a second),
 //	                                   resuming from positions saved in the control table (--restart
 //	                                   forgets them); a progress bar on a terminal, quiet elsewhere
-//	NAME [flags] verify                compare the two forms of an index (Query.Compare) over
+//	NAME [flags] verify                compare the two forms of an index (migrate.Compare) over
 //	                                   --partition P..., --partitions-from FILE, or --sample N partitions
 //	                                   of a scan; a JSON report, exit 1 on a mismatch
 //	NAME [flags] route [show]          the routes of the indexes that keep two forms

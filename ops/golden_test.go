@@ -17,6 +17,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/ops"
 )
 
@@ -272,7 +273,9 @@ func TestGolden(t *testing.T) {
 	f.golden(t, "explain-routed", "", "explain", "--index", "by_status", "--partition", "TEAM-1")
 	f.golden(t, "route-set-lsi", "", "route", "set", "--index", "by_status", "--to", "lsi", "--percent", "100")
 	f.golden(t, "route-set-all", "", "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
-	routes, err := tickets.Routes(ctx)
+	router, err := migrate.NewRouter(f.client, migrate.RouterOptions{ControlTable: f.control})
 	require.NoError(t, err)
-	require.Equal(t, map[string]ddbindex.Route{"by_status": {To: ddbindex.GSI, Percent: 100}}, routes)
+	routes, err := router.Routes(ctx, "tickets")
+	require.NoError(t, err)
+	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.GSI, Percent: 100}}, routes)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
 )
 
 // ModelDef is one model of the application that the command works on, as
@@ -24,7 +25,9 @@ type ModelDef struct{ m model }
 // (table names, control table, attribute names, cursor keys, write-through),
 // so that the command sees the tables, routes and cursors the application
 // does. The command's --table-prefix puts a prefix before the names they
-// map to, and --control-table replaces Options.ControlTable.
+// map to, and --control-table replaces Options.ControlTable. With a control
+// table, the command routes reads by the fleet's routes in it (a
+// migrate.Router), before the application's Options.Router.
 func Model[T any](optFns ...func(*ddbindex.Options)) ModelDef {
 	return ModelDef{m: &modelOf[T]{optFns: optFns}}
 }
@@ -53,12 +56,12 @@ type table interface {
 	check(ctx context.Context, api ddbindex.SchemaAPI) error
 	prepare(ctx context.Context, api ddbindex.PrepareAPI, optFns ...func(*ddbindex.PrepareOptions)) (ddbindex.PrepareReport, error)
 	backfill(ctx context.Context, api ddbindex.ScanAPI, index string, optFns ...func(*ddbindex.BackfillOptions)) (ddbindex.BackfillStats, error)
-	compare(ctx context.Context, q query) (*ddbindex.Comparison, error)
+	compare(ctx context.Context, q query) (*migrate.Comparison, error)
 	explain(q query) (*ddbindex.Explanation, error)
 	inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error)
-	routes(ctx context.Context) (map[string]ddbindex.Route, error)
+	routes(ctx context.Context) (map[string]migrate.Route, error)
 	refreshRoutes(ctx context.Context) error
-	setRoute(ctx context.Context, index string, r ddbindex.Route) error
+	setRoute(ctx context.Context, index string, r migrate.Route) error
 	sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
 }
 
@@ -99,16 +102,32 @@ func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
 	for _, fn := range fns {
 		fn(&o)
 	}
+	var router *migrate.Router
+	if o.ControlTable != "" {
+		// The fleet's routes, read when a command asks (refreshRoutes):
+		// the Router is never started.
+		probe, err := ddbindex.New[T](nil, fns...)
+		if err != nil {
+			return nil, err
+		}
+		router, err = migrate.NewRouter(client, migrate.RouterOptions{ControlTable: o.ControlTable,
+			Tables: []string{probe.Indexes()[0].Forms[0].Declared}, Fallback: o.Router})
+		if err != nil {
+			return nil, err
+		}
+		fns = append(fns, func(o *ddbindex.Options) { o.Router = router })
+	}
 	t, err := ddbindex.New[T](client, fns...)
 	if err != nil {
 		return nil, err
 	}
-	return &tableOf[T]{t: t, control: o.ControlTable}, nil
+	return &tableOf[T]{t: t, control: o.ControlTable, router: router}, nil
 }
 
 type tableOf[T any] struct {
 	t       *ddbindex.Table[T]
 	control string
+	router  *migrate.Router // nil without a control table
 }
 
 func (x *tableOf[T]) name() string                  { return reflect.TypeFor[T]().Name() }
@@ -139,8 +158,8 @@ func (x *tableOf[T]) query(q query) ddbindex.Query[T] {
 	return out
 }
 
-func (x *tableOf[T]) compare(ctx context.Context, q query) (*ddbindex.Comparison, error) {
-	return x.query(q).Compare(ctx, "")
+func (x *tableOf[T]) compare(ctx context.Context, q query) (*migrate.Comparison, error) {
+	return migrate.Compare(ctx, x.query(q))
 }
 
 func (x *tableOf[T]) explain(q query) (*ddbindex.Explanation, error) { return x.query(q).Explain() }
@@ -149,14 +168,17 @@ func (x *tableOf[T]) inspectCursor(index, cursor string) (*ddbindex.CursorInfo, 
 	return x.t.InspectCursor(index, cursor)
 }
 
-func (x *tableOf[T]) routes(ctx context.Context) (map[string]ddbindex.Route, error) {
-	return x.t.Routes(ctx)
+// The route methods need a control table: the commands check
+// controlTable first.
+
+func (x *tableOf[T]) routes(ctx context.Context) (map[string]migrate.Route, error) {
+	return x.router.Routes(ctx, x.t.Indexes()[0].Forms[0].Declared)
 }
 
-func (x *tableOf[T]) refreshRoutes(ctx context.Context) error { return x.t.RefreshRoutes(ctx) }
+func (x *tableOf[T]) refreshRoutes(ctx context.Context) error { return x.router.Refresh(ctx) }
 
-func (x *tableOf[T]) setRoute(ctx context.Context, index string, r ddbindex.Route) error {
-	return x.t.SetRoute(ctx, index, r)
+func (x *tableOf[T]) setRoute(ctx context.Context, index string, r migrate.Route) error {
+	return migrate.SetRoute(ctx, x.router, x.t, index, r)
 }
 
 // sample scans the base table, at most maxScan items, for up to n distinct

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
 )
 
 // This file holds the route command: the routes of the indexes that keep
@@ -58,10 +59,10 @@ func runRoute(e *env, args []string) error {
 
 // routeText says which partitions of ix read which form under route r (ok
 // false: no route in the control table).
-func routeText(ix ddbindex.IndexInfo, r ddbindex.Route, ok bool, control string) string {
+func routeText(ix ddbindex.IndexInfo, r migrate.Route, ok bool, control string) string {
 	forms := fmt.Sprintf("type=%s, keep=%s", ix.Forms[0].Kind, ix.Forms[1].Kind)
 	if !ok {
-		return fmt.Sprintf("%s; no route in %s: reads use the %s (the declared type), unless the application's Options.Routes or RouteFunc say otherwise", forms, control, ix.Forms[0].Kind)
+		return fmt.Sprintf("%s; no route in %s: reads use the %s (the declared type), unless the application's Options.Router says otherwise", forms, control, ix.Forms[0].Kind)
 	}
 	other := ix.Forms[0].Kind
 	if other == r.To {
@@ -107,7 +108,7 @@ func runRouteSet(e *env, args []string) error {
 	if *index == "" {
 		return usageErr("route set", "name the index to route with --index")
 	}
-	if err := (ddbindex.Route{To: k, Percent: *percent}).Validate(); err != nil {
+	if err := (migrate.Route{To: k, Percent: *percent}).Validate(); err != nil {
 		_, rule, _ := strings.Cut(err.Error(), "route: ")
 		return usageErr("route set", "%s", strings.Replace(rule, "Percent", "--percent", 1))
 	}
@@ -124,7 +125,7 @@ func runRouteSet(e *env, args []string) error {
 	if t.controlTable() == "" {
 		return usageErr("route set", "%s has no control table to write the route to: set --control-table, or Options.ControlTable in ops.Model's options", t.name())
 	}
-	r := ddbindex.Route{To: k, Percent: *percent}
+	r := migrate.Route{To: k, Percent: *percent}
 	for _, p := range parts {
 		values, err := partition(p, ix)
 		if err != nil {
@@ -146,6 +147,6 @@ func runRouteSet(e *env, args []string) error {
 		return fmt.Errorf("setting the route of %s %s: %w", t.name(), indexName(ix.Name), err)
 	}
 	fmt.Fprintf(e.stdout, "%s %s: %s\n", t.name(), ix.Name, routeText(ix, r, true, t.controlTable()))
-	fmt.Fprintf(e.stdout, "every instance of the fleet reads it within its Options.RouteRefresh (default 30s)\n")
+	fmt.Fprintf(e.stdout, "every instance of the fleet reads it within its migrate.Router's Refresh (default 30s)\n")
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // This file holds the verify command: the offline comparison of the two
-// forms of an index that a migration keeps (Query.Compare), over listed or
-// sampled partitions.
+// forms of an index that a migration keeps (migrate.Compare), over listed
+// or sampled partitions.
 
 // verifyReport is verify's JSON report.
 type verifyReport struct {
@@ -143,7 +143,8 @@ func runVerify(e *env, args []string) error {
 			}
 		}
 		for _, p := range parts {
-			q := query{index: ix.Name, partition: p, cond: cond, desc: qf.desc, limit: qf.limit}
+			// The declared type first, whatever the routes say.
+			q := query{index: ix.Name, partition: p, cond: cond, desc: qf.desc, limit: qf.limit, via: ix.Forms[0].Kind, hasVia: true}
 			c, err := t.compare(e.ctx, q)
 			if err != nil {
 				return fmt.Errorf("comparing %s %s, %s: %w", t.name(), indexName(ix.Name), q.describe(), err)

@@ -1,0 +1,566 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// This file holds Router, the fleet's routes from the control table.
+//
+// The control table (ddbindex.Table.ControlTableInput describes it) holds
+// one item per routed index: partition key "pk" = "route#" + the base
+// table's declared name, sort key "sk" = the logical index name, and the
+// route in the attributes to (S: gsi, lsi or table), partitions (L of S)
+// and percent (N), with updated (S, RFC 3339), when SetRoute wrote it.
+
+const (
+	controlPK      = "pk"
+	controlSK      = "sk"
+	routePrefix    = "route#"
+	defaultRefresh = 30 * time.Second
+	// maxBackoffFactor caps the wait after failed refreshes at this many
+	// Refresh intervals.
+	maxBackoffFactor = 10
+)
+
+// RouterAPI is the part of the DynamoDB client a [Router] needs: Query to
+// read the routes, PutItem to write one. *dynamodb.Client implements it.
+type RouterAPI interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// RouterOptions configure a [Router]. The zero value of each field but
+// ControlTable means its default.
+type RouterOptions struct {
+	// ControlTable is the physical name of the control table (required).
+	ControlTable string
+	// Tables are the base tables, as declared, whose routes the first
+	// refresh reads. A Router also reads the routes of every table it is
+	// asked about, from the refresh after the first read of that table
+	// on: list the service's tables so that its first reads are routed
+	// by the fleet's routes.
+	Tables []string
+	// Refresh is how often the started Router reads the routes again.
+	// Default 30 seconds. After a failed read it tries again sooner, then
+	// ever later (exponential backoff with jitter, from one second or
+	// Refresh if shorter, up to 10 times Refresh), and back to Refresh
+	// after a read that succeeds.
+	Refresh time.Duration
+	// Fallback, when set, routes an index for which the control table
+	// holds no route, or one that names a form the index does not keep
+	// (and every index before the first read): static Routes, say.
+	Fallback ddbindex.Router
+	// OnError receives the error of each failed read of a table's routes
+	// (see [Router.Err]), on the goroutine that read.
+	OnError func(error)
+	// MeterProvider receives the metric ddbindex.migration.route_refresh_errors,
+	// which counts failed reads of a table's routes by error.type. Default:
+	// none.
+	MeterProvider metric.MeterProvider
+}
+
+// rkey is a route's key: the base table as declared and the logical index.
+type rkey struct{ table, index string }
+
+// snapshot is what Route reads, never changed once published.
+type snapshot struct {
+	routes map[rkey]Route
+	tables map[string]bool // the tables whose routes refreshes read
+}
+
+// Router is the fleet's routes, read from the control table: a
+// [ddbindex.Router] for every model of a service, keyed by base table and
+// index. [SetRoute] changes a route for the whole fleet; every Router reads
+// it within its Refresh.
+//
+// A Router is safe for concurrent use. Route takes no lock: it reads the
+// routes of the last refresh. NewRouter starts nothing: [Router.Start]
+// starts the goroutine that refreshes the routes on its own schedule, and
+// [Router.Close] stops it and waits for it. Reads never start a refresh.
+type Router struct {
+	api RouterAPI
+	o   RouterOptions
+
+	snap atomic.Pointer[snapshot]
+
+	mu sync.Mutex // guards what follows, and every change of snap
+	// seq orders refreshes and SetRoutes: each takes the next number.
+	seq uint64
+	// applied is, per table, the seq of the refresh whose read of it was
+	// last taken; set the seq of the SetRoute that last set a route here.
+	applied map[string]uint64
+	set     map[rkey]uint64
+	lastErr error
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	refreshErrors metric.Int64Counter // nil: no meter
+	// sleep waits between refreshes, and rand draws the jitter of a
+	// backoff; tests replace them.
+	sleep func(ctx context.Context, d time.Duration) error
+	rand  func() float64
+}
+
+// NewRouter returns a Router over the control table that o names, with no
+// routes read yet: call [Router.Start], or [Router.Refresh]. Options out of
+// range fail with an error matching [ddbindex.ErrInvalidQuery].
+func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
+	switch {
+	case api == nil:
+		return nil, fmt.Errorf("%w: migrate.NewRouter: no RouterAPI", ddbindex.ErrInvalidQuery)
+	case o.ControlTable == "":
+		return nil, fmt.Errorf("%w: migrate.NewRouter: RouterOptions.ControlTable names no control table", ddbindex.ErrInvalidQuery)
+	case o.Refresh < 0:
+		return nil, fmt.Errorf("%w: migrate.NewRouter: RouterOptions.Refresh is %v; it cannot be negative (0 means the default, %v)", ddbindex.ErrInvalidQuery, o.Refresh, defaultRefresh)
+	}
+	if slices.Contains(o.Tables, "") {
+		return nil, fmt.Errorf("%w: migrate.NewRouter: RouterOptions.Tables holds an empty table name", ddbindex.ErrInvalidQuery)
+	}
+	if o.Refresh == 0 {
+		o.Refresh = defaultRefresh
+	}
+	o.Tables = slices.Clone(o.Tables)
+	r := &Router{api: api, o: o, applied: map[string]uint64{}, set: map[rkey]uint64{}, sleep: sleepCtx, rand: rand.Float64,
+		refreshErrors: counter(o.MeterProvider, "ddbindex.migration.route_refresh_errors", "{error}", "Reads of a table's routes from the control table that failed, by error code")}
+	s := &snapshot{routes: map[rkey]Route{}, tables: map[string]bool{}}
+	for _, t := range o.Tables {
+		s.tables[t] = true
+	}
+	r.snap.Store(s)
+	return r, nil
+}
+
+// sleepCtx waits d, or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Route implements [ddbindex.Router]: the control table's route of the
+// index, else the Fallback's answer.
+func (r *Router) Route(table, index, partition string, forms [2]ddbindex.Kind) (ddbindex.Kind, bool) {
+	s := r.snap.Load()
+	if !s.tables[table] {
+		r.learn(table)
+	}
+	if rt, ok := s.routes[rkey{table, index}]; ok {
+		if k, ok := rt.pick(partition, forms); ok {
+			return k, true
+		}
+	}
+	if r.o.Fallback != nil {
+		return r.o.Fallback.Route(table, index, partition, forms)
+	}
+	return 0, false
+}
+
+// learn adds table to the tables whose routes refreshes read.
+func (r *Router) learn(table string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.snap.Load()
+	if s.tables[table] {
+		return
+	}
+	n := &snapshot{routes: s.routes, tables: make(map[string]bool, len(s.tables)+1)}
+	for t := range s.tables {
+		n.tables[t] = true
+	}
+	n.tables[table] = true
+	r.snap.Store(n)
+}
+
+// Start starts the goroutine that reads the routes now, then every Refresh
+// (sooner, then later, after a failure), until ctx is done or
+// [Router.Close] is called. A Router starts once; Start after Start or
+// Close fails with an error matching [ddbindex.ErrInvalidQuery].
+func (r *Router) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return fmt.Errorf("%w: migrate.Router.Start: the Router is closed", ddbindex.ErrInvalidQuery)
+	case r.started:
+		return fmt.Errorf("%w: migrate.Router.Start: the Router is started already", ddbindex.ErrInvalidQuery)
+	}
+	r.started = true
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	go r.run(ctx, r.done)
+	return nil
+}
+
+// run refreshes the routes until ctx is done.
+func (r *Router) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	failures := 0
+	for {
+		wait := r.o.Refresh
+		if err := r.Refresh(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			wait = r.backoff(failures)
+		} else {
+			failures = 0
+		}
+		if r.sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// backoff is the wait after the given number of failed refreshes in a row:
+// it doubles from one second (or Refresh, if shorter) up to
+// maxBackoffFactor times Refresh, and is drawn at random from its upper
+// half.
+func (r *Router) backoff(failures int) time.Duration {
+	limit := maxBackoffFactor * r.o.Refresh
+	d := min(time.Second, r.o.Refresh)
+	for i := 1; i < failures && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d/2 + time.Duration(r.rand()*float64(d/2))
+}
+
+// Close stops the goroutine Start started and waits until it has ended. It
+// is safe to call more than once; the Router keeps routing by the routes
+// it read.
+func (r *Router) Close() {
+	r.mu.Lock()
+	r.closed = true
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Err returns the error of the last refresh: nil when it read the routes of
+// every table, or before the first. While a table's routes cannot be read,
+// the Router routes it by the routes it read before (the Fallback's before
+// the first good read). A read of the control table that fails is a
+// [*ddbindex.CallError]; a route item that does not fit a [Route] fails
+// its table's read with [ddbindex.ErrMalformedItem], naming the index, the
+// attribute and what is wrong with it.
+func (r *Router) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// Refresh reads the routes of every table the Router knows now, as the
+// started Router does every Refresh. A table whose read fails keeps the
+// routes read before; each failure counts in the metric
+// ddbindex.migration.route_refresh_errors and goes to OnError, unless ctx
+// is done. It returns the failures, joined (see [Router.Err]).
+func (r *Router) Refresh(ctx context.Context) error {
+	r.mu.Lock()
+	r.seq++
+	start := r.seq
+	tables := make([]string, 0, len(r.snap.Load().tables))
+	for t := range r.snap.Load().tables {
+		tables = append(tables, t)
+	}
+	r.mu.Unlock()
+	slices.Sort(tables)
+	read := map[string]map[string]Route{}
+	var errs []error
+	for _, t := range tables {
+		routes, err := r.read(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() == nil {
+				add(ctx, r.refreshErrors, attrTable.String(t), attrErrorType.String(errorType(err)))
+				if r.o.OnError != nil {
+					r.o.OnError(err)
+				}
+			}
+			continue
+		}
+		read[t] = routes
+	}
+	err := errors.Join(errs...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastErr = err
+	s := r.snap.Load()
+	n := &snapshot{routes: map[rkey]Route{}, tables: s.tables}
+	for k, rt := range s.routes {
+		n.routes[k] = rt
+	}
+	for t, routes := range read {
+		if r.applied[t] > start {
+			continue // a refresh that started later read the table already
+		}
+		r.applied[t] = start
+		// The read replaces the table's routes, but those SetRoute set here
+		// after the read started: the read may predate them.
+		for k := range n.routes {
+			if k.table == t && r.set[k] < start {
+				delete(n.routes, k)
+			}
+		}
+		for k, seq := range r.set {
+			if k.table == t && seq < start {
+				delete(r.set, k)
+			}
+		}
+		for index, rt := range routes {
+			if k := (rkey{t, index}); r.set[k] < start {
+				n.routes[k] = rt
+			}
+		}
+	}
+	r.snap.Store(n)
+	return err
+}
+
+// Routes reads the fleet's routes of table (the base table as declared)
+// from the control table now, by logical index; an index without a route
+// there is absent. It changes nothing the Router routes by: it is for
+// operators and tools that show the routes (package ops's "route").
+func (r *Router) Routes(ctx context.Context, table string) (map[string]Route, error) {
+	return r.read(ctx, table)
+}
+
+// read reads table's routes from the control table.
+func (r *Router) read(ctx context.Context, table string) (map[string]Route, error) {
+	control := r.o.ControlTable
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(control),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": controlPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: routePrefix + table}},
+		ConsistentRead:            aws.Bool(true),
+	}
+	routes := map[string]Route{}
+	for {
+		out, err := r.api.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("migrate: read the routes of %s from %s: %w", table, control, controlCallErr("Query", control, err))
+		}
+		for _, item := range out.Items {
+			index, rt, err := routeFromItem(item)
+			if err != nil {
+				return nil, fmt.Errorf("%w: control table %s, routes of %s: %w", ddbindex.ErrMalformedItem, control, table, err)
+			}
+			routes[index] = rt
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return routes, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// controlCallErr wraps a non-nil error of a request to the control table
+// in a *ddbindex.CallError, unless it is one already.
+func controlCallErr(op, table string, err error) error {
+	if _, ok := errors.AsType[*ddbindex.CallError](err); ok {
+		return err
+	}
+	return &ddbindex.CallError{Op: op, Table: table, Err: err}
+}
+
+// SetRoute stores the route of index of t's model in the control table,
+// for every Router of the fleet to read within its Refresh, and routes by
+// it in r at once: a refresh that was reading when SetRoute was called
+// does not undo it. The index must keep two forms, and the route must send
+// reads to one of them; otherwise, or when route is no Route (see
+// [Route.Validate]), SetRoute fails with an error matching
+// [ddbindex.ErrInvalidQuery] before any request.
+func SetRoute[T any](ctx context.Context, r *Router, t *ddbindex.Table[T], index string, route Route) error {
+	model := reflect.TypeFor[T]().String()
+	if r == nil || t == nil {
+		return fmt.Errorf("%w: migrate.SetRoute: a nil Router or Table", ddbindex.ErrInvalidQuery)
+	}
+	infos := t.Indexes()
+	i := slices.IndexFunc(infos, func(ix ddbindex.IndexInfo) bool { return ix.Name == index })
+	if index == "" || i < 0 {
+		return fmt.Errorf("%w: migrate.SetRoute: %s declares no index %q", ddbindex.ErrInvalidQuery, model, index)
+	}
+	ix := infos[i]
+	if len(ix.Forms) < 2 {
+		return fmt.Errorf("%w: migrate.SetRoute: index %s of %s keeps one form (type=%s); a route needs two (keep= in its IndexSpec)", ddbindex.ErrInvalidQuery, index, model, ix.Forms[0].Kind)
+	}
+	if err := route.check(); err != nil {
+		return fmt.Errorf("%w: migrate.SetRoute: index %s of %s: %w", ddbindex.ErrInvalidQuery, index, model, err)
+	}
+	if route.To != ix.Forms[0].Kind && route.To != ix.Forms[1].Kind {
+		return fmt.Errorf("%w: migrate.SetRoute: index %s of %s: the route sends reads to the %s form, which this declaration (type=%s,keep=%s) does not keep",
+			ddbindex.ErrInvalidQuery, index, model, route.To, ix.Forms[0].Kind, ix.Forms[1].Kind)
+	}
+	return r.put(ctx, infos[0].Forms[0].Declared, index, route)
+}
+
+// put writes a route, and routes by it here.
+func (r *Router) put(ctx context.Context, table, index string, route Route) error {
+	route.Partitions = slices.Clone(route.Partitions)
+	parts := make([]types.AttributeValue, len(route.Partitions))
+	for i, p := range route.Partitions {
+		parts[i] = &types.AttributeValueMemberS{Value: p}
+	}
+	control := r.o.ControlTable
+	_, err := r.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(control),
+		Item: map[string]types.AttributeValue{
+			controlPK:    &types.AttributeValueMemberS{Value: routePrefix + table},
+			controlSK:    &types.AttributeValueMemberS{Value: index},
+			"to":         &types.AttributeValueMemberS{Value: route.To.String()},
+			"partitions": &types.AttributeValueMemberL{Value: parts},
+			"percent":    &types.AttributeValueMemberN{Value: strconv.FormatFloat(route.Percent, 'g', -1, 64)},
+			"updated":    &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("migrate: set the route of %s/%s in %s: %w", table, index, control, controlCallErr("PutItem", control, err))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	k := rkey{table, index}
+	r.set[k] = r.seq
+	s := r.snap.Load()
+	n := &snapshot{routes: make(map[rkey]Route, len(s.routes)+1), tables: s.tables}
+	for k, rt := range s.routes {
+		n.routes[k] = rt
+	}
+	n.routes[k] = route
+	if !s.tables[table] {
+		n.tables = make(map[string]bool, len(s.tables)+1)
+		for t := range s.tables {
+			n.tables[t] = true
+		}
+		n.tables[table] = true
+	}
+	r.snap.Store(n)
+	return nil
+}
+
+// routeFromItem reads a control item; anything malformed is an error naming
+// the attribute and what is wrong with it, so a bad item never routes reads
+// (the Router keeps its previous routes). An absent partitions or percent
+// selects nothing by it; every other attribute of the item is left alone.
+func routeFromItem(item map[string]types.AttributeValue) (string, Route, error) {
+	var r Route
+	skAV, has := item[controlSK]
+	sk, ok := skAV.(*types.AttributeValueMemberS)
+	switch {
+	case !has:
+		return "", r, fmt.Errorf("a route item without %s (its index name)", controlSK)
+	case !ok:
+		return "", r, fmt.Errorf("a route item whose %s is stored as %s, want S", controlSK, avType(skAV))
+	}
+	index := sk.Value
+	toAV, has := item["to"]
+	to, ok := toAV.(*types.AttributeValueMemberS)
+	switch {
+	case !has:
+		return "", r, fmt.Errorf("route of %s: to is missing, want S (gsi, lsi or table)", index)
+	case !ok:
+		return "", r, fmt.Errorf("route of %s: to is stored as %s, want S (gsi, lsi or table)", index, avType(toAV))
+	}
+	if r.To, ok = formKind(to.Value); !ok {
+		return "", r, fmt.Errorf("route of %s: to %q is not a form (gsi, lsi or table)", index, to.Value)
+	}
+	if av, has := item["partitions"]; has {
+		l, ok := av.(*types.AttributeValueMemberL)
+		if !ok {
+			return "", r, fmt.Errorf("route of %s: partitions is stored as %s, want L (a list of S)", index, avType(av))
+		}
+		for i, v := range l.Value {
+			s, ok := v.(*types.AttributeValueMemberS)
+			switch {
+			case !ok:
+				return "", r, fmt.Errorf("route of %s: partitions[%d] is stored as %s, want S", index, i, avType(v))
+			case s.Value == "":
+				return "", r, fmt.Errorf("route of %s: partitions[%d] is an empty partition key", index, i)
+			}
+			r.Partitions = append(r.Partitions, s.Value)
+		}
+	}
+	if av, has := item["percent"]; has {
+		n, ok := av.(*types.AttributeValueMemberN)
+		if !ok {
+			return "", r, fmt.Errorf("route of %s: percent is stored as %s, want N", index, avType(av))
+		}
+		p, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			return "", r, fmt.Errorf("route of %s: percent %q is not a number: %w", index, n.Value, err)
+		}
+		if p != p || p < 0 || p > 100 {
+			return "", r, fmt.Errorf("route of %s: percent %s is outside 0-100", index, n.Value)
+		}
+		r.Percent = p
+	}
+	if err := r.check(); err != nil {
+		return "", r, fmt.Errorf("route of %s: %w", index, err)
+	}
+	return index, r, nil
+}
+
+// formKind reads a form's name as the tags write it.
+func formKind(s string) (ddbindex.Kind, bool) {
+	for _, k := range []ddbindex.Kind{ddbindex.GSI, ddbindex.LSI, ddbindex.IndexTable} {
+		if s == k.String() {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// avType names an attribute value's type as DynamoDB does (S, N, B, SS,
+// NS, BS, M, L, NULL, BOOL).
+func avType(av types.AttributeValue) string {
+	switch av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	}
+	return fmt.Sprintf("%T", av)
+}

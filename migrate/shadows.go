@@ -1,0 +1,312 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// This file holds Shadows, the shadow reads of a migration: a sampled share
+// of the pages read from indexes that keep two forms are read again, in the
+// background, on the form that did not serve them, and the two compared.
+// The read that served the page returns as soon as it is read; its shadow
+// read waits for nothing of it.
+
+// ShadowOptions configure [Shadows]. The zero value of each field but Rate
+// means its default.
+type ShadowOptions struct {
+	// Rate is the share of the pages read from indexes that keep two forms
+	// that are shadowed, from 0 (none) to 1 (every page).
+	Rate float64
+	// MaxConcurrent bounds the shadow comparisons in flight; a page sampled
+	// while they are all busy is skipped. Default 4.
+	MaxConcurrent int
+	// MaxReadUnits bounds the read units shadow comparisons spend per
+	// second; a page whose read cost more than the budget left is skipped.
+	// Default: no bound.
+	MaxReadUnits float64
+	// Recheck is how long a mismatch waits before the page is read again on
+	// both forms: a GSI is eventually consistent, so a mismatch that is
+	// gone then was a GSI catching up (transient). Default 1 second.
+	Recheck time.Duration
+	// Timeout bounds one comparison, re-check included. Default 30 seconds.
+	Timeout time.Duration
+	// OnMismatch receives each mismatch the re-check confirms (persistent),
+	// on the comparison's goroutine.
+	OnMismatch func(ddbindex.Mismatch)
+	// MeterProvider receives the metrics ddbindex.migration.shadow_reads and
+	// ddbindex.migration.mismatches. Default: none.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span ddbindex.ShadowCompare per comparison,
+	// linked to the span of the read it shadows. Default: none.
+	TracerProvider trace.TracerProvider
+}
+
+// ShadowStats count what [Shadows] did with the pages it sampled.
+type ShadowStats struct {
+	// Compared counts the pages compared: Equal found the forms equal,
+	// Transient found a mismatch that the re-check no longer found (a GSI
+	// catching up), Persistent one it found again (OnMismatch received
+	// it); the rest could not be re-checked (the re-check's read failed, or
+	// the comparison timed out).
+	Compared, Equal, Transient, Persistent int64
+	// Skipped counts the pages sampled but not compared: for want of
+	// concurrency or read units, because Shadows was closed, or because
+	// the shadow read failed.
+	Skipped int64
+}
+
+// Shadows is a [ddbindex.ReadObserver] that shadows a sampled share of the
+// reads of indexes that keep two forms: it reads each sampled page again on
+// the other form ([ddbindex.ReadEvent].Compare) on a goroutine of its own,
+// and when the forms differ, waits Recheck, reads the page on both forms
+// again, and reports a mismatch found again to OnMismatch. Reads a query
+// sent to a form of its choice ([ddbindex.Query.Via]: tests, admin reads,
+// comparisons) are not shadowed.
+//
+// Shadows owns its goroutines: [Shadows.Close] stops taking pages and waits
+// for the comparisons in flight. It is safe for concurrent use.
+type Shadows struct {
+	o     ShadowOptions
+	units *rate.Limiter // nil: no read-unit budget
+
+	shadowReads, mismatches metric.Int64Counter // nil: no meter
+	tracer                  trace.Tracer        // nil: no tracing
+
+	// sleep waits for the re-check; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+
+	mu       sync.Mutex
+	closed   bool
+	inflight int
+	idle     chan struct{} // closed while no comparison is in flight
+	base     context.Context
+	cancel   context.CancelFunc
+	stats    ShadowStats
+}
+
+// NewShadows returns the Shadows that o configures. A Rate that is not a
+// number from 0 to 1, or a negative MaxConcurrent, MaxReadUnits, Recheck or
+// Timeout, fails with an error matching [ddbindex.ErrInvalidQuery].
+func NewShadows(o ShadowOptions) (*Shadows, error) {
+	bad := func(format string, args ...any) (*Shadows, error) {
+		return nil, fmt.Errorf("%w: migrate.NewShadows: "+format, append([]any{ddbindex.ErrInvalidQuery}, args...)...)
+	}
+	switch {
+	case !(o.Rate >= 0 && o.Rate <= 1):
+		return bad("ShadowOptions.Rate is %g; want 0 to 1", o.Rate)
+	case o.MaxConcurrent < 0:
+		return bad("ShadowOptions.MaxConcurrent is %d; it cannot be negative (0 means the default, 4)", o.MaxConcurrent)
+	case !(o.MaxReadUnits >= 0) || math.IsInf(o.MaxReadUnits, 1):
+		return bad("ShadowOptions.MaxReadUnits is %g; want a number of read units a second (0 means no bound)", o.MaxReadUnits)
+	case o.Recheck < 0:
+		return bad("ShadowOptions.Recheck is %v; it cannot be negative (0 means the default, 1s)", o.Recheck)
+	case o.Timeout < 0:
+		return bad("ShadowOptions.Timeout is %v; it cannot be negative (0 means the default, 30s)", o.Timeout)
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = 4
+	}
+	if o.Recheck == 0 {
+		o.Recheck = time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	s := &Shadows{o: o, sleep: sleepCtx, idle: make(chan struct{}),
+		shadowReads: counter(o.MeterProvider, "ddbindex.migration.shadow_reads", "{read}", "Shadow reads sampled, compared or skipped"),
+		mismatches:  counter(o.MeterProvider, "ddbindex.migration.mismatches", "{mismatch}", "Shadow comparisons that found the forms different"),
+		tracer:      tracer(o.TracerProvider),
+	}
+	close(s.idle)
+	s.base, s.cancel = context.WithCancel(context.Background())
+	if o.MaxReadUnits > 0 {
+		s.units = rate.NewLimiter(rate.Limit(o.MaxReadUnits), int(math.Ceil(o.MaxReadUnits)))
+	}
+	return s, nil
+}
+
+// ObserveRead implements [ddbindex.ReadObserver]: it samples the page, and
+// starts its comparison on a goroutine of its own when the concurrency and
+// the read-unit budget allow.
+func (s *Shadows) ObserveRead(ctx context.Context, ev ddbindex.ReadEvent) {
+	if ev.Admin || ev.Compare == nil || s.o.Rate <= 0 || rand.Float64() >= s.o.Rate {
+		return
+	}
+	// The comparison costs about what the read did; the re-check, when
+	// needed, twice that again.
+	if s.units != nil && !s.units.AllowN(time.Now(), max(1, int(math.Ceil(ev.Stats.ReadUnits)))) {
+		s.skip(ctx, ev)
+		return
+	}
+	s.mu.Lock()
+	if s.closed || s.inflight >= s.o.MaxConcurrent {
+		s.stats.Skipped++
+		s.mu.Unlock()
+		s.record(ctx, ev, "skipped")
+		return
+	}
+	if s.inflight == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.inflight++
+	base := s.base
+	s.mu.Unlock()
+	link := trace.SpanContextFromContext(ctx)
+	go func() {
+		defer s.done()
+		ctx, cancel := context.WithTimeout(base, s.o.Timeout)
+		defer cancel()
+		ctx, span := s.span(ctx, ev, link)
+		outcome := s.compare(ctx, ev)
+		if span != nil {
+			span.SetAttributes(attrShadow.String(outcome))
+			span.End()
+		}
+	}()
+}
+
+// done ends a comparison.
+func (s *Shadows) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.inflight == 0 {
+		close(s.idle)
+	}
+}
+
+// skip counts a sampled page that is not compared.
+func (s *Shadows) skip(ctx context.Context, ev ddbindex.ReadEvent) {
+	s.mu.Lock()
+	s.stats.Skipped++
+	s.mu.Unlock()
+	s.record(ctx, ev, "skipped")
+}
+
+// compare compares the page, and re-checks a mismatch after Recheck. It
+// returns the outcome, for the comparison's span: "skipped", "equal",
+// "transient", "persistent", or "unconfirmed" when the re-check could not
+// run.
+func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent) string {
+	first, err := ev.Compare(ctx, false)
+	if err != nil {
+		s.skip(ctx, ev)
+		return "skipped"
+	}
+	s.count(func(st *ShadowStats) { st.Compared++ })
+	s.record(ctx, ev, "compared")
+	if first == nil {
+		s.count(func(st *ShadowStats) { st.Equal++ })
+		return "equal"
+	}
+	if s.sleep(ctx, s.o.Recheck) != nil {
+		return "unconfirmed"
+	}
+	again, err := ev.Compare(ctx, true)
+	if err != nil {
+		return "unconfirmed"
+	}
+	if again == nil {
+		s.count(func(st *ShadowStats) { st.Transient++ })
+		s.mismatch(ctx, ev, first.Kind, "transient")
+		return "transient"
+	}
+	s.count(func(st *ShadowStats) { st.Persistent++ })
+	s.mismatch(ctx, ev, again.Kind, "persistent")
+	if s.o.OnMismatch != nil {
+		s.o.OnMismatch(*again)
+	}
+	return "persistent"
+}
+
+func (s *Shadows) count(fn func(*ShadowStats)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.stats)
+}
+
+// Stats returns what Shadows did so far.
+func (s *Shadows) Stats() ShadowStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Wait waits until no comparison is in flight, or ctx is done; Shadows
+// goes on taking pages.
+func (s *Shadows) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops taking pages (they count as skipped) and waits until the
+// comparisons in flight have ended. When ctx is done first, it cancels
+// them, waits until they have ended all the same, and returns ctx's error.
+// No goroutine of Shadows runs once Close has returned; calling it again
+// waits for nothing.
+func (s *Shadows) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+		s.cancel()
+		<-idle
+		return ctx.Err()
+	}
+}
+
+// record counts a shadow read in ddbindex.migration.shadow_reads; the form
+// is the shadow form.
+func (s *Shadows) record(ctx context.Context, ev ddbindex.ReadEvent, outcome string) {
+	add(ctx, s.shadowReads, attrTable.String(ev.Table), attrIndex.String(ev.Index), attrForm.String(ev.Other.String()),
+		attrOperation.String("Shadow"), attrShadow.String(outcome))
+}
+
+// mismatch counts a mismatch in ddbindex.migration.mismatches; the form is
+// the shadow form.
+func (s *Shadows) mismatch(ctx context.Context, ev ddbindex.ReadEvent, kind ddbindex.MismatchKind, persistence string) {
+	add(ctx, s.mismatches, attrTable.String(ev.Table), attrIndex.String(ev.Index), attrForm.String(ev.Other.String()),
+		attrOperation.String("Shadow"), attrMismatch.String(string(kind)), attrPersistence.String(persistence))
+}
+
+// span starts the span of a comparison, linked to the span of the read it
+// shadows; nil when nothing traces.
+func (s *Shadows) span(ctx context.Context, ev ddbindex.ReadEvent, link trace.SpanContext) (context.Context, trace.Span) {
+	if s.tracer == nil {
+		return ctx, nil
+	}
+	var opts []trace.SpanStartOption
+	if link.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
+	}
+	ctx, span := s.tracer.Start(ctx, "ddbindex.ShadowCompare", opts...)
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	span.SetAttributes(attrDBSystem.String("aws.dynamodb"), attrTable.String(ev.Table), attrIndex.String(ev.Index),
+		attrForm.String(ev.Form.String()), attrShadowForm.String(ev.Other.String()), attribute.String("ddbindex.query", ev.Query))
+	return ctx, span
+}
