@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
 )
@@ -70,6 +74,7 @@ func Compare[T any](ctx context.Context, q ddbindex.Query[T], optFns ...func(*dy
 			cursor = p.Cursor
 		}
 	}
+	key := keyText[T]()
 	a, err := read(forms[0])
 	if err != nil {
 		return nil, err
@@ -98,18 +103,61 @@ func Compare[T any](ctx context.Context, q ddbindex.Query[T], optFns ...func(*dy
 		}
 		for j := range min(len(pa), len(pb)) {
 			if !reflect.DeepEqual(pa[j], pb[j]) {
-				add("page %d item %d: %s as a %s, %s as a %s", i+1, j+1, itemText(pa[j]), forms[0], itemText(pb[j]), forms[1])
+				add("page %d item %d: %s as a %s, %s as a %s", i+1, j+1, key(pa[j]), forms[0], key(pb[j]), forms[1])
 			}
 		}
 	}
 	return c, nil
 }
 
+// keyText returns the function that renders an item of T for a
+// difference: its base key attributes, as errors render keys
+// ({id="t-01"}), or when that fails, the item as JSON.
+func keyText[T any]() func(T) string {
+	probe, err := ddbindex.New[T](nil) // sends nothing: it describes T
+	if err != nil {
+		return func(v T) string { return itemText(v) }
+	}
+	base := probe.Indexes()[0]
+	var attrs []string
+	for _, c := range append(slices.Clone(base.Partition), base.Sort...) {
+		attrs = append(attrs, c.Attr)
+	}
+	slices.Sort(attrs)
+	attrs = slices.Compact(attrs)
+	return func(v T) string {
+		item, err := probe.Marshal(v)
+		if err != nil {
+			return itemText(v)
+		}
+		parts := make([]string, 0, len(attrs))
+		for _, a := range attrs {
+			parts = append(parts, a+"="+avText(item[a]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+}
+
+// avText renders a key attribute's value: a string quoted, a number as it
+// is, bytes in hexadecimal.
+func avText(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return strconv.Quote(v.Value)
+	case *types.AttributeValueMemberN:
+		return v.Value
+	case *types.AttributeValueMemberB:
+		return fmt.Sprintf("0x%x", v.Value)
+	case nil:
+		return "<absent>"
+	}
+	return avType(av)
+}
+
 // maxItemText bounds how much of an item a difference shows.
 const maxItemText = 200
 
-// itemText renders an item for a difference: as JSON, cut at maxItemText
-// bytes.
+// itemText renders an item as JSON, cut at maxItemText bytes.
 func itemText(v any) string {
 	b, err := json.Marshal(v)
 	s := string(b)

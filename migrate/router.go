@@ -398,25 +398,27 @@ func controlCallErr(op, table string, err error) error {
 // [Route.Validate]), SetRoute fails with an error matching
 // [ddbindex.ErrInvalidQuery] before any request.
 func SetRoute[T any](ctx context.Context, r *Router, t *ddbindex.Table[T], index string, route Route) error {
-	model := reflect.TypeFor[T]().String()
+	model := reflect.TypeFor[T]().Name()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: route of %s index %s: "+format, append([]any{ddbindex.ErrInvalidQuery, model, index}, args...)...)
+	}
 	if r == nil || t == nil {
-		return fmt.Errorf("%w: migrate.SetRoute: a nil Router or Table", ddbindex.ErrInvalidQuery)
+		return bad("SetRoute needs a Router and a Table")
 	}
 	infos := t.Indexes()
 	i := slices.IndexFunc(infos, func(ix ddbindex.IndexInfo) bool { return ix.Name == index })
 	if index == "" || i < 0 {
-		return fmt.Errorf("%w: migrate.SetRoute: %s declares no index %q", ddbindex.ErrInvalidQuery, model, index)
+		return bad("%s declares no such index", model)
 	}
 	ix := infos[i]
 	if len(ix.Forms) < 2 {
-		return fmt.Errorf("%w: migrate.SetRoute: index %s of %s keeps one form (type=%s); a route needs two (keep= in its IndexSpec)", ddbindex.ErrInvalidQuery, index, model, ix.Forms[0].Kind)
+		return bad("the index keeps one form (type=%s); a route needs two (keep= in its IndexSpec)", ix.Forms[0].Kind)
 	}
 	if err := route.check(); err != nil {
-		return fmt.Errorf("%w: migrate.SetRoute: index %s of %s: %w", ddbindex.ErrInvalidQuery, index, model, err)
+		return bad("%w", err)
 	}
 	if route.To != ix.Forms[0].Kind && route.To != ix.Forms[1].Kind {
-		return fmt.Errorf("%w: migrate.SetRoute: index %s of %s: the route sends reads to the %s form, which this declaration (type=%s,keep=%s) does not keep",
-			ddbindex.ErrInvalidQuery, index, model, route.To, ix.Forms[0].Kind, ix.Forms[1].Kind)
+		return bad("the route sends reads to the %s form, which this declaration (type=%s,keep=%s) does not keep", route.To, ix.Forms[0].Kind, ix.Forms[1].Kind)
 	}
 	return r.put(ctx, infos[0].Forms[0].Declared, index, route)
 }
