@@ -14,7 +14,7 @@ import (
 )
 
 // TestBackfillGSIItemCreatedAgain: between the scan and the backfill's
-// write of a ddbindex.GSI's derived key attributes, a writer that keeps the ddbindex.GSI
+// write of a GSI's derived key attributes, a writer that keeps the GSI
 // deletes the item for good and creates it again, with other key values,
 // at the same version (a creation starts at version 1 again). The version
 // alone does not tell the two items apart: the backfill must not write the

@@ -28,12 +28,12 @@ import (
 
 // Tests of Backfill of both forms at table scale.
 //
-// The bf models are one index through a ddbindex.GSI <-> index table migration, on
-// one set of physical tables: bfGSI (step 0) reads the ddbindex.GSI; bfGSIKeepTable
+// The bf models are one index through a GSI <-> index table migration, on
+// one set of physical tables: bfGSI (step 0) reads the GSI; bfGSIKeepTable
 // (step 1) also keeps the index table, which Backfill fills; bfTableKeepGSI
-// (step 2) reads the table and keeps the ddbindex.GSI, whose derived attributes
+// (step 2) reads the table and keeps the GSI, whose derived attributes
 // Backfill writes; bfTable (step 3) has the table alone, and its writes
-// leave the ddbindex.GSI's attributes out. The index's partition key is labelled
+// leave the GSI's attributes out. The index's partition key is labelled
 // (a derived _pk) and its sort key composite (a derived _sk); Status nil
 // leaves an item out of it.
 
@@ -101,7 +101,7 @@ type bfVerTable struct {
 	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
-// bfNative keeps a ddbindex.GSI keyed by model attributes alone: nothing to write.
+// bfNative keeps a GSI keyed by model attributes alone: nothing to write.
 type bfNative struct {
 	_       ddbindex.TableSpec `ddbindex:"bf-native"`
 	_       ddbindex.IndexSpec `ddbindex:"by_team,type=table,keep=gsi"`
@@ -110,7 +110,7 @@ type bfNative struct {
 	Created int64              `dynamodbav:"created" ddbindex:"by_team.sk"`
 }
 
-// bfLSI keeps an ddbindex.LSI whose sort key is derived.
+// bfLSI keeps an LSI whose sort key is derived.
 type bfLSI struct {
 	_       ddbindex.TableSpec `ddbindex:"bf-lsi"`
 	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table,keep=lsi"`
@@ -126,11 +126,11 @@ var bfStatuses = []string{"new", "open", "pending", "shipped", "closed"}
 type bfKind int
 
 const (
-	bfBare      bfKind = iota // live, in the index, without the ddbindex.GSI's attributes (a step-3 writer's)
-	bfRight                   // live, in the index, with the right ddbindex.GSI attributes (a step-2 writer's)
-	bfStale                   // live, in the index, with ddbindex.GSI attributes of an earlier status
+	bfBare      bfKind = iota // live, in the index, without the GSI's attributes (a step-3 writer's)
+	bfRight                   // live, in the index, with the right GSI attributes (a step-2 writer's)
+	bfStale                   // live, in the index, with GSI attributes of an earlier status
 	bfSparse                  // live, not in the index
-	bfSparseOld               // live, not in the index, with ddbindex.GSI attributes from when it was
+	bfSparseOld               // live, not in the index, with GSI attributes from when it was
 	bfDeleted                 // soft-deleted
 )
 
@@ -168,7 +168,7 @@ func bfItems(n int) []bfItem {
 }
 
 // bfImages returns each item's base item at the start (as the writer of
-// its kind left it) and, for a backfill of the ddbindex.GSI, the base item it must
+// its kind left it) and, for a backfill of the GSI, the base item it must
 // end as.
 func bfImages(t testing.TB, items []bfItem) (start, want []map[string]types.AttributeValue) {
 	t.Helper()
@@ -205,7 +205,7 @@ func bfImages(t testing.TB, items []bfItem) (start, want []map[string]types.Attr
 			old.Status = &other
 			maps.Copy(s, gsiAttrs(old))
 		case bfDeleted:
-			// A soft delete by a step-3 writer: no ddbindex.GSI attributes; and
+			// A soft delete by a step-3 writer: no GSI attributes; and
 			// one in three by a step-2 writer, with them. Either stays.
 			if it.v.Created%3 == 0 {
 				maps.Copy(s, gsiAttrs(it.v))
@@ -220,7 +220,7 @@ func bfImages(t testing.TB, items []bfItem) (start, want []map[string]types.Attr
 	return start, want
 }
 
-// bfCounts returns the stats a complete backfill of the ddbindex.GSI of items
+// bfCounts returns the stats a complete backfill of the GSI of items
 // reports, from a start where no item was backfilled.
 func bfCounts(items []bfItem) migrate.BackfillStats {
 	st := migrate.BackfillStats{Scanned: len(items)}
@@ -338,7 +338,7 @@ func bfItemString(m map[string]types.AttributeValue) string {
 	return b.String()
 }
 
-// bfSetup creates the bf tables (base with the ddbindex.GSI, index table, control
+// bfSetup creates the bf tables (base with the GSI, index table, control
 // table) for model T, without a stream (no consumer runs in these tests, and
 // a stream slows the local servers' writes), and writes start into the base
 // table.
@@ -379,7 +379,7 @@ func bfKill[T any](t *testing.T, tb *ddbindex.Table[T], c migrate.ScanAPI, index
 // TestBackfillKilledAndResumed is the issue's test: a 20,000-item table,
 // its backfill killed at a random point and resumed from its checkpoints in
 // the control table, ends with exactly the right derived attributes on
-// every base item (the ddbindex.GSI form) or exactly the right entries (the
+// every base item (the GSI form) or exactly the right entries (the
 // index-table form), and nothing else written: tombstones get nothing.
 func TestBackfillKilledAndResumed(t *testing.T) {
 	t.Parallel()
@@ -443,7 +443,7 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		require.Empty(t, ddbtest.Scan(t, c, bfIndexTable(t, tb, "by_status")), "nothing written to the index table")
 
 		t.Logf("base table checked in %v", time.Since(t0).Round(time.Millisecond))
-		// The ddbindex.GSI answers every team's query with exactly its live items,
+		// The GSI answers every team's query with exactly its live items,
 		// in status, created, id order.
 		for _, team := range []string{"team-00", "team-07", "team-19"} {
 			var live []bfTableKeepGSI
@@ -472,7 +472,7 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 	t.Run("table", func(t *testing.T) {
 		t.Parallel()
 		killAt := killAt["table"]
-		// Step 0's writers wrote the base items, with the ddbindex.GSI's
+		// Step 0's writers wrote the base items, with the GSI's
 		// attributes; the stream (a consumer started before the backfill)
 		// already wrote newer entries of every eleventh item.
 		tb, c, cps := bfSetup[bfGSIKeepTable](t, want)
@@ -718,7 +718,7 @@ func TestBackfillStatsCounts(t *testing.T) {
 		before := ddbtest.Scan(t, c, tb.TableName())
 		st, err := migrate.Backfill(t.Context(), tb, c, "by_team")
 		require.NoError(t, err)
-		require.Equal(t, exp, st, "a ddbindex.GSI keyed by model attributes needs no writes")
+		require.Equal(t, exp, st, "a GSI keyed by model attributes needs no writes")
 		require.Equal(t, before, ddbtest.Scan(t, c, tb.TableName()))
 	})
 
@@ -736,7 +736,7 @@ func TestBackfillStatsCounts(t *testing.T) {
 			}
 			img, err := tb.Marshal(v)
 			require.NoError(t, err)
-			delete(img, "_sk") // written before the ddbindex.LSI was kept
+			delete(img, "_sk") // written before the LSI was kept
 			if v.Status == nil {
 				exp.Sparse++
 			} else {
@@ -757,7 +757,7 @@ func TestBackfillStatsCounts(t *testing.T) {
 			got = append(got, v.ID)
 		}
 		slices.Sort(got)
-		require.Equal(t, wantIDs, got, "the ddbindex.LSI holds every item in it")
+		require.Equal(t, wantIDs, got, "the LSI holds every item in it")
 	})
 }
 
@@ -1126,7 +1126,7 @@ func TestBackfillProcessesSplitSegments(t *testing.T) {
 	require.Zero(t, diff, "%v", examples)
 }
 
-// TestBackfillGSIUnderFaults: a backfill of the ddbindex.GSI form with 3 workers and
+// TestBackfillGSIUnderFaults: a backfill of the GSI form with 3 workers and
 // its checkpoints in DynamoDB, every request through injected faults
 // (throttling, 5xx, resets, lost answers), ends exactly as a fault-free
 // one, with the same counts.
