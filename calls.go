@@ -17,10 +17,11 @@ import (
 // (get.go), and CreateTables' wait that times out (tables.go). A Table holds
 // its client as calls (a read-only table's too: NewReadOnly's client is a
 // Client whose writes fail without a request); CreateTables,
-// CheckSchema, Prepare and Backfill wrap the client they are given, and
-// Backfill its checkpoint store too. (The stream
+// CheckSchema and Prepare wrap the client they are given. (The stream
 // package's consumer wraps its DynamoDB Streams client and checkpoint store
-// the same way, in stream/calls.go.)
+// the same way, in stream/calls.go, and package migrate's Backfill its Scan
+// client and checkpoint store, in migrate/backfill_calls.go; the writes of
+// both go through the Table, whose client is wrapped here.)
 
 // calls is a Table's client, with every error wrapped.
 type calls struct{ c Client }
@@ -190,46 +191,20 @@ func (w schemaCalls) DescribeTimeToLive(ctx context.Context, in *dynamodb.Descri
 	return out, callErr("DescribeTimeToLive", in.TableName, nil, err)
 }
 
-// scanCalls is the client Backfill is given, with every error wrapped.
+// ScanAPI is the part of the DynamoDB client that scans a table: what
+// CheckSchema, given a client that can Scan as well, reads a sharded index's
+// entries with (package migrate's Backfill takes a client of the same
+// shape). *dynamodb.Client implements it.
+type ScanAPI interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// scanCalls is a ScanAPI, with every error wrapped.
 type scanCalls struct{ c ScanAPI }
 
 func (w scanCalls) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	out, err := w.c.Scan(ctx, in, optFns...)
 	return out, callErr("Scan", in.TableName, in.IndexName, err)
-}
-
-// describeCalls is the DescribeTable of the ScanAPI Backfill is given, with
-// every error wrapped.
-type describeCalls struct{ c describeAPI }
-
-func (w describeCalls) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	out, err := w.c.DescribeTable(ctx, in, optFns...)
-	return out, callErr("DescribeTable", in.TableName, nil, err)
-}
-
-// checkpointCalls is Backfill's checkpoint store, with every error wrapped
-// (operations "LoadBackfillCheckpoint" and "SaveBackfillCheckpoint") but
-// those that already match a sentinel: the errors of
-// DynamoDBBackfillCheckpoints, whose requests are wrapped, and its
-// ErrMalformedItem.
-type checkpointCalls struct{ c BackfillCheckpoints }
-
-func (w checkpointCalls) Load(ctx context.Context, key string) (map[BackfillSegment]BackfillCheckpoint, error) {
-	cps, err := w.c.Load(ctx, key)
-	return cps, storeErr("LoadBackfillCheckpoint", err)
-}
-
-func (w checkpointCalls) Save(ctx context.Context, key string, segment BackfillSegment, lastEvaluatedKey map[string]types.AttributeValue) error {
-	return storeErr("SaveBackfillCheckpoint", w.c.Save(ctx, key, segment, lastEvaluatedKey))
-}
-
-// storeErr wraps an error of a caller's store in a *CallError, unless it
-// already matches a sentinel.
-func storeErr(op string, err error) error {
-	if err == nil || Code(err) != "" {
-		return err
-	}
-	return callErr(op, nil, nil, err)
 }
 
 // prepareCalls is the client Prepare is given, with every error wrapped.

@@ -45,11 +45,11 @@
 // and aws-lambda-go, so a service that only reads does not.
 // [Table.CreateTables] and [Table.CheckSchema] create and verify the tables
 // from the declarations, and [Table.Prepare] brings existing tables to what
-// the declarations need. [Table.Backfill] fills the form of an index that a
-// migration introduces from the items already there (an index table's
-// entries, or a GSI's derived key attributes on the base items) in
-// parallel segments, at a capped write rate, resuming from checkpoints
-// after a crash. Package github.com/ddbindex/ddbindex/ops builds an operator
+// the declarations need. Package github.com/ddbindex/ddbindex/migrate's
+// Backfill fills the form of an index that a migration introduces from the
+// items already there (an index table's entries, or a GSI's derived key
+// attributes on the base items) in parallel segments, at a capped write
+// rate, resuming from checkpoints after a crash. Package github.com/ddbindex/ddbindex/ops builds an operator
 // command for these steps from the application's own models; for tools like
 // it, [Table.Indexes] describes a model's indexes and [Table.InspectCursor]
 // decodes a cursor and says why it is refused.
@@ -65,7 +65,7 @@
 // without them, pays nothing for either.
 //
 // Options come as functions that change an options struct ([New]'s
-// [Options], [CreateOptions], [BackfillOptions]); every method that sends
+// [Options], [CreateOptions]); every method that sends
 // requests also takes per-call SDK options (func(*dynamodb.Options)), last,
 // and applies them to each request it sends. A service that only reads
 // builds its table with [NewReadOnly] from a client with the read methods

@@ -76,13 +76,13 @@ var (
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
 	// refuse, a Number DynamoDB would refuse anywhere in an item or an
-	// update's values, a malformed version, BackfillOptions out of range
+	// update's values, a malformed version, migrate.BackfillOptions out of range
 	// (code DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
 	// declared or configured: a write on a table made by [NewReadOnly],
-	// Backfill of the base table, Update of a model
+	// migrate.Backfill of the base table, Update of a model
 	// whose index tables are written through (code DDBX-604). Raised before
 	// any request.
 	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
@@ -106,7 +106,7 @@ var (
 	// poison record.
 	ErrStreamRecord = &codedError{"DDBX-702", "malformed stream record"}
 
-	// ErrMalformedItem: a stored item that a read, Backfill or Update cannot
+	// ErrMalformedItem: a stored item that a read, migrate.Backfill or Update cannot
 	// use: it does not unmarshal into the model, or its key attributes (or
 	// the components an Update reads to compute a derived key) do not decode
 	// as the declarations say; a malformed backfill checkpoint (code
@@ -115,7 +115,7 @@ var (
 	ErrMalformedItem = &codedError{"DDBX-800", "stored item does not fit the model"}
 
 	// ErrDynamoDB: a call to DynamoDB, DynamoDB Streams, or the checkpoint
-	// store of a stream consumer or of Backfill failed: throttling, a 5xx
+	// store of a stream consumer or of migrate.Backfill failed: throttling, a 5xx
 	// answer, a connection error, a canceled context, or a request the
 	// service refused (code DDBX-900). The error is a [*CallError], which names the call and
 	// unwraps to the SDK's error; its Transient method tells whether a later
@@ -216,14 +216,14 @@ func cursorErr(err error, format string, args ...any) error {
 }
 
 // CallError is a failed call to DynamoDB, DynamoDB Streams, or the
-// checkpoint store of a stream consumer or of Backfill. It matches [ErrDynamoDB], and unwraps to the
+// checkpoint store of a stream consumer or of migrate.Backfill. It matches [ErrDynamoDB], and unwraps to the
 // error the call returned, so errors.As still finds the SDK's types
 // (smithy.APIError, *types.ResourceNotFoundException, ...).
 type CallError struct {
 	// Op is the operation: an API operation such as "Query", "PutItem" or
 	// "GetRecords"; "Checkpoint" and "SetCheckpoint" for a stream
 	// consumer's checkpoint store; "LoadBackfillCheckpoint" and
-	// "SaveBackfillCheckpoint" for Backfill's (the DynamoDB store's own
+	// "SaveBackfillCheckpoint" for migrate.Backfill's (the DynamoDB store's own
 	// requests report theirs: "Query", "PutItem"). A call Backfill did not send
 	// because its context ended while it waited for the write-rate limit
 	// names the write it was waiting to send.

@@ -333,37 +333,6 @@ func erCases() []erCase {
 			_, err = tb.Apply(t.Context(), []Change{{Version: "v1"}})
 			return err
 		}},
-		{"Backfill options out of range", "ErrInvalidWrite", nil, func(t *testing.T) error {
-			tb, err := New[erItem](nil)
-			require.NoError(t, err)
-			_, err = tb.Backfill(t.Context(), failingScan{}, "by_title", func(o *BackfillOptions) { o.Workers, o.TotalSegments = 4, 2 })
-			return err
-		}},
-		{"a malformed backfill checkpoint", "ErrMalformedItem", nil, func(t *testing.T) error {
-			tb, c := newTestTable[erItem](t, func(o *Options) { o.ControlTable = ddbtest.Name(t, "control") })
-			ddbtest.CreateTable(t, c, tb.ControlTableInput())
-			_, err := c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(tb.opts.ControlTable), Item: map[string]types.AttributeValue{
-				"pk": avS(backfillPrefix + tb.TableName() + "#by_title#table"), "sk": avS("0/1"), "done": avS("yes"),
-			}})
-			require.NoError(t, err)
-			_, err = tb.Backfill(t.Context(), c, "by_title", func(o *BackfillOptions) {
-				o.Checkpoint = &DynamoDBBackfillCheckpoints{Client: c, Table: tb.opts.ControlTable}
-			})
-			return err
-		}},
-		{"a backfill checkpoint store that fails", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
-			tb, c := newTestTable[erItem](t)
-			_, err := tb.Backfill(t.Context(), c, "by_title", func(o *BackfillOptions) {
-				o.Checkpoint = failingCheckpoints{&MemoryBackfillCheckpoints{}}
-			})
-			return err
-		}},
-		{"Backfill of the base table", "ErrUnsupported", nil, func(t *testing.T) error {
-			tb, err := New[erItem](nil)
-			require.NoError(t, err)
-			_, err = tb.Backfill(t.Context(), nil, "")
-			return err
-		}},
 		{"Update with index tables written through", "ErrUnsupported", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil, wrWriteThrough)
 			require.NoError(t, err)

@@ -544,75 +544,6 @@ type CustomerOrderBefore struct {
 	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk:0"`
 }
 
-// Backfill the GSI a rollback brings back: orders written before the step
-// that keeps it lack its derived attributes, which Backfill writes onto each
-// base item, with two workers and a checkpoint after every page.
-func ExampleTable_Backfill() {
-	ctx := context.Background()
-	client := ddbtest.NewClient()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
-	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + s } }
-	orders, err := ddbindex.New[CustomerOrder](client, names)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := orders.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL, o.NoStream = true, true }); err != nil {
-		log.Fatal(err)
-	}
-	defer func() {
-		for _, in := range orders.CreateTableInputs(false) {
-			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
-		}
-	}()
-	before, err := ddbindex.New[CustomerOrderBefore](client, names)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for i, state := range []string{"shipped", "open", "paid", "open", "shipped"} {
-		if _, err := before.Put(ctx, CustomerOrderBefore{ID: fmt.Sprint("o-", i), Customer: "c-1", State: state}); err != nil {
-			log.Fatal(err)
-		}
-	}
-
-	checkpoints := &ddbindex.MemoryBackfillCheckpoints{}
-	st, err := orders.Backfill(ctx, client, "by_state", func(o *ddbindex.BackfillOptions) {
-		o.Workers = 2
-		o.WriteUnitsPerSecond = 100
-		o.Checkpoint = checkpoints
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("scanned %d, written %d, unchanged %d\n", st.Scanned, st.Written, st.Unchanged)
-
-	for o, err := range orders.Query("by_state", "c-1").Via(ddbindex.GSI).All(ctx) {
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(o.State, o.ID)
-	}
-
-	// Called again with the same checkpoints, it finds both segments done.
-	st, err = orders.Backfill(ctx, client, "by_state", func(o *ddbindex.BackfillOptions) {
-		o.Workers = 2
-		o.Checkpoint = checkpoints
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("scanned %d, segments already done %d\n", st.Scanned, st.AlreadyDone)
-	// Output:
-	// scanned 5, written 5, unchanged 0
-	// open o-1
-	// open o-3
-	// paid o-2
-	// shipped o-0
-	// shipped o-4
-	// scanned 0, segments already done 2
-}
-
 // Order is a shop order; a GSI lists a customer's orders by the time they
 // were placed.
 type Order struct {
@@ -762,7 +693,7 @@ func Example_runbook() {
 			break
 		}
 	}
-	stats, err := tickets.Backfill(ctx, client, "by_status") // once every writer keeps the table
+	stats, err := migrate.Backfill(ctx, tickets, client, "by_status") // once every writer keeps the table
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -872,7 +803,7 @@ func Example_runbookTableToGSI() {
 		log.Fatal(err)
 	}
 	catchUp()
-	stats, err := orders.Backfill(ctx, client, "by_state")
+	stats, err := migrate.Backfill(ctx, orders, client, "by_state")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -932,6 +932,31 @@ func KeyPrefix(components ...any) (string, error) {
 
 func appendComponents(b []byte, components []any) ([]byte, error) {
 	for i, c := range components {
+		// The common component types are appended in place, without their
+		// text as a string first: what defaultText and appendComponent
+		// would write, with no allocation.
+		switch v := c.(type) {
+		case string:
+			if utf8.ValidString(v) {
+				if i > 0 {
+					b = append(b, Separator)
+				}
+				b = appendEscaped(b, v)
+				continue
+			}
+		case int64:
+			if i > 0 {
+				b = append(b, Separator)
+			}
+			b, _ = appendInt(b, v, 0) // fails only for a width
+			continue
+		case int:
+			if i > 0 {
+				b = append(b, Separator)
+			}
+			b, _ = appendInt(b, int64(v), 0)
+			continue
+		}
 		e, text, err := defaultText(c)
 		if err == nil {
 			b, err = appendComponent(b, i, "", e, text)

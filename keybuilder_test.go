@@ -1793,3 +1793,30 @@ func BenchmarkEncodeKey(b *testing.B) {
 		i++
 	}
 }
+
+// EncodeKey appends strings, int64s and ints in place; what it writes must
+// be what the encoders write for the same values.
+func TestEncodeKeyFastPathsMatchEncoders(t *testing.T) {
+	t.Parallel()
+	ints := []int64{0, 1, -1, 9, 10, -10, 255, 256, math.MaxInt64, math.MinInt64, math.MaxInt32, math.MinInt32, 1733000000000, -1733000000000}
+	strs := []string{"", "a", "TEAM-7", "a#b", "a$b", "$", "#", "\x00", "é", "a\x24\x23\x00z"}
+	generic := func(components ...any) string {
+		var b []byte
+		for i, c := range components {
+			e, text, err := defaultText(c)
+			require.NoError(t, err)
+			b, err = appendComponent(b, i, "", e, text)
+			require.NoError(t, err)
+		}
+		return string(b)
+	}
+	for _, n := range ints {
+		for _, s := range strs {
+			got, err := EncodeKey(s, n, int(n), s)
+			require.NoError(t, err)
+			require.Equal(t, generic(s, n, int(n), s), got, "%q %d", s, n)
+		}
+	}
+	_, err := EncodeKey("ok", "\xff")
+	require.ErrorIs(t, err, ErrInvalidKey, "a string that is not UTF-8 still goes the checked way")
+}

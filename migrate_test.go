@@ -3,18 +3,13 @@ package ddbindex
 import (
 	"context"
 	"fmt"
-	"math"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
-	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
 // mgPostGSI and mgPostTable declare the same feed index, one token apart:
@@ -150,14 +145,9 @@ func TestBackfillThenCompare(t *testing.T) {
 	require.False(t, c.Equal())
 	require.Contains(t, c.Differences[0], "page 1: 7 items as a gsi, 0 as a table")
 
-	var progress []BackfillProgress
-	st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) {
-		o.PageSize = 16
-		o.Progress = func(p BackfillProgress) { progress = append(progress, p) }
-	})
+	st, err := fillIndex(ctx, table, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
-	require.Equal(t, BackfillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
-	require.GreaterOrEqual(t, len(progress), 4, "a progress report per scan page")
+	require.Equal(t, fillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 
 	for i, q := range queries {
 		c := mgCompare(t, q, table, toGSI)
@@ -166,9 +156,9 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A second backfill leaves every entry as it is.
-	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
+	st, err = fillIndex(ctx, table, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
-	require.Equal(t, BackfillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
+	require.Equal(t, fillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
 
 	// A deleted post, with its change applied to the index table as the
 	// stream consumer would: both paths agree that it is gone.
@@ -183,7 +173,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A backfill after it does not bring the tombstoned entry back.
-	st, err = table.Backfill(ctx, table.client.c.(ScanAPI), "newest")
+	st, err = fillIndex(ctx, table, table.client.c.(ScanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)
@@ -193,113 +183,10 @@ func TestBackfillThenCompare(t *testing.T) {
 	require.True(t, c.Equal(), c.Differences)
 }
 
-func TestBackfillRefusals(t *testing.T) {
-	t.Parallel()
-	gsi, err := New[mgPostGSI](nil)
-	require.NoError(t, err)
-	_, err = gsi.Backfill(context.Background(), nil, "", func(*BackfillOptions) {})
-	require.ErrorIs(t, err, ErrUnsupported, "the base table is no index")
-	_, err = gsi.Backfill(context.Background(), nil, "nope")
-	require.ErrorIs(t, err, ErrInvalidQuery)
-	_, err = gsi.Backfill(context.Background(), nil, "newest")
-	require.ErrorIs(t, err, ErrInvalidWrite, "no ScanAPI")
-	for name, fn := range map[string]func(*BackfillOptions){
-		"negative Workers":             func(o *BackfillOptions) { o.Workers = -1 },
-		"negative PageSize":            func(o *BackfillOptions) { o.PageSize = -5 },
-		"negative TotalSegments":       func(o *BackfillOptions) { o.TotalSegments = -2 },
-		"Segment without a total":      func(o *BackfillOptions) { o.Segment = 1 },
-		"Segment past the total":       func(o *BackfillOptions) { o.Segment, o.TotalSegments = 4, 4 },
-		"more workers than segments":   func(o *BackfillOptions) { o.Segment, o.TotalSegments, o.Workers = 2, 4, 3 },
-		"negative Segment":             func(o *BackfillOptions) { o.Segment, o.TotalSegments = -1, 4 },
-		"negative WriteUnitsPerSecond": func(o *BackfillOptions) { o.WriteUnitsPerSecond = -1 },
-		"NaN WriteUnitsPerSecond":      func(o *BackfillOptions) { o.WriteUnitsPerSecond = math.NaN() },
-	} {
-		_, err = gsi.Backfill(context.Background(), failingScan{}, "newest", fn)
-		require.ErrorIs(t, err, ErrInvalidWrite, name)
-		require.Equal(t, "DDBX-603", Code(err), name)
-	}
-}
-
-func TestBackfillSegments(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	_, table, posts := mgSetup(t, 30)
-	total := BackfillStats{}
-	for seg := int32(0); seg < 3; seg++ {
-		st, err := table.Backfill(ctx, table.client.c.(ScanAPI), "newest", func(o *BackfillOptions) {
-			o.Segment, o.TotalSegments = seg, 3
-		})
-		require.NoError(t, err)
-		total.Scanned += st.Scanned
-		total.Written += st.Written
-		total.Sparse += st.Sparse
-	}
-	require.Equal(t, len(posts), total.Scanned)
-	out, err := table.client.c.(*dynamodb.Client).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table.tableOf(table.s.byName["newest"])), Select: "COUNT"})
-	require.NoError(t, err)
-	require.Equal(t, int32(total.Written), out.Count)
-}
+// (Compare's reports and refusals are tested in package migrate, on an
+// index that keeps both forms.)
 
 type typesAV = types.AttributeValue
 
 func avS(s string) typesAV { return &types.AttributeValueMemberS{Value: s} }
 func avN(s string) typesAV { return &types.AttributeValueMemberN{Value: s} }
-
-// TestBackfillUnderFaults: Backfill under 5% and 30% injected faults writes
-// exactly what a fault-free Backfill writes. (It used to stop at the first
-// failure the SDK gave up on.)
-func TestBackfillUnderFaults(t *testing.T) {
-	t.Parallel()
-	const posts = 240
-	gsi, table, all := mgSetup(t, posts)
-	c := ddbtest.Client(t)
-	sparse := 0
-	for _, p := range all {
-		if p.Feed == nil {
-			sparse++
-		}
-	}
-	// fresh returns a Table of the same base table with a new, empty index
-	// table, whose requests go through client.
-	fresh := func(t *testing.T, client *dynamodb.Client, name string) (*Table[mgPostTable], string) {
-		prefix := ddbtest.Name(t, name)
-		tn := func(s string) string {
-			if s == table.s.table {
-				return gsi.TableName()
-			}
-			return prefix + "-" + s
-		}
-		out, err := New[mgPostTable](client, func(o *Options) { o.TableName = tn })
-		require.NoError(t, err)
-		ddbtest.CreateTable(t, c, out.CreateTableInputs(false)[1])
-		return out, out.tableOf(out.s.byName["newest"])
-	}
-	ref, refTable := fresh(t, c, "want")
-	st, err := ref.Backfill(t.Context(), c, "newest", func(o *BackfillOptions) { o.PageSize = 25 })
-	require.NoError(t, err)
-	require.Equal(t, BackfillStats{Scanned: posts, Written: posts - sparse, Sparse: sparse}, st)
-	want := wrScan(t, c, refTable)
-
-	for i, fc := range ddbtest.FaultCases {
-		t.Run(fc.Name, func(t *testing.T) {
-			t.Parallel()
-			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(200+i), nil), fc.Retryer)
-			tb, name := fresh(t, db, fmt.Sprint("case", i))
-			var log ddbtest.RetryLog
-			st, err := tb.Backfill(t.Context(), db, "newest", func(o *BackfillOptions) {
-				o.PageSize = 25
-				o.Retry = RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}
-			})
-			require.NoError(t, err)
-			retries, quota := log.Counts()
-			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.Name, st, ft.Summary(), retries, quota)
-			require.Positive(t, ft.Injected())
-			require.Equal(t, posts, st.Scanned)
-			require.Equal(t, sparse, st.Sparse)
-			require.Equal(t, posts-sparse, st.Written+st.Skipped, "a write whose answer was lost is skipped on its retry")
-			require.Equal(t, want, wrScan(t, c, name), "exactly the fault-free index table")
-			// (A backfill this small makes too few requests to be sure to
-			// use up the SDK's retry quota; the consumer's test is.)
-		})
-	}
-}

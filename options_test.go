@@ -149,13 +149,6 @@ func TestPerCallClientOptions(t *testing.T) {
 		_, err = tb.Apply(ctx, []Change{{New: img, Version: "1"}}, opt)
 		require.NoError(t, err)
 	})
-	step("Backfill", []string{"Scan", "PutItem"}, func(opt func(*dynamodb.Options)) {
-		_, err := tb.Put(ctx, gtTicket(4)) // an item whose entry the stream would write
-		require.NoError(t, err)
-		all.take()
-		_, err = tb.Backfill(ctx, client, "by_status", func(o *BackfillOptions) { o.ClientOptions = append(o.ClientOptions, opt) })
-		require.NoError(t, err)
-	})
 	step("CheckSchema", []string{"DescribeTable"}, func(opt func(*dynamodb.Options)) {
 		err := tb.CheckSchema(ctx, client, opt)
 		if err != nil { // a server without streams or TTL

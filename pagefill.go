@@ -343,12 +343,17 @@ func (pg *pager[T]) remember() {
 // unmarshalItem reads an entry into a model value, and shows on it whether
 // the entry is a tombstone (see showTombstone).
 func (t *Table[T]) unmarshalItem(item map[string]types.AttributeValue, v *T) error {
-	if err := attributevalue.UnmarshalMap(item, v); err != nil {
+	if err := itemDecoder.Decode(&types.AttributeValueMemberM{Value: item}, v); err != nil {
 		return fmt.Errorf("%w: unmarshal %s: %w", ErrMalformedItem, t.s.model, err)
 	}
 	t.showTombstone(item, v)
 	return nil
 }
+
+// itemDecoder decodes items as attributevalue.UnmarshalMap does, without
+// making a decoder per item: a Decoder holds its options alone, and Decode
+// changes nothing in it, so one serves every call at once.
+var itemDecoder = attributevalue.NewDecoder()
 
 // CapError reports that a per-call cap stopped a read. It matches
 // [ErrCapReached]. The items read before the cap are returned (in the Page,

@@ -13,7 +13,7 @@ import (
 // the stream package. The SDK retries a failed request a few times, but its
 // standard retryer also draws every retry from a quota shared by all calls of
 // a client: under sustained throttling the quota runs out, and from then on
-// every failure is returned at once. So the long-running flows (Backfill, and
+// every failure is returned at once. So the long-running flows (migrate.Backfill, and
 // the stream package's consumer) retry each call themselves.
 
 // RetryOptions bound the retries ddbindex makes of a call to DynamoDB or
@@ -55,7 +55,7 @@ func retryCall[R any](ctx context.Context, o RetryOptions, op string, fn func() 
 // IsTransient reports whether err is a failure that a later attempt of the
 // same call may overcome: throttling, a 5xx answer, a connection error or
 // timeout, or the SDK giving up on one of those (its retry attempts or its
-// retry quota used up). Backfill and the stream package's consumer retry
+// retry quota used up). migrate.Backfill and the stream package's consumer retry
 // such errors themselves (see [RetryOptions]), and the consumer's Run goes
 // on polling after them. A canceled or expired context is not transient.
 func IsTransient(err error) bool { return retry.IsTransient(err) }

@@ -814,9 +814,9 @@ func TestRunbookMixedFleet(t *testing.T) {
 	f.step("step 1, mixed", fleet, 80, ddbindex.IndexTable)
 	// Every writer keeps the table now: backfill it while they write.
 	fleet = f.deploy(declGSIKeepTable, declGSIKeepTable)
-	var st ddbindex.BackfillStats
+	var st migrate.BackfillStats
 	f.round("step 1, backfilling", fleet, 80, func() {
-		st, err = v1.Backfill(ctx, c, "by_status", func(o *ddbindex.BackfillOptions) { o.Workers = 2 })
+		st, err = migrate.Backfill(ctx, v1, c, "by_status", func(o *migrate.BackfillOptions) { o.Workers = 2 })
 	}, ddbindex.IndexTable)
 	require.NoError(t, err)
 	t.Logf("backfill: %+v", st)
@@ -939,9 +939,9 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	f.step("step 1, mixed", fleet, 80, ddbindex.GSI)
 	// Every writer keeps the GSI now: backfill it while they write.
 	fleet = f.deploy(declTableKeepGSI, declTableKeepGSI)
-	var st ddbindex.BackfillStats
+	var st migrate.BackfillStats
 	f.round("step 1, backfilling", fleet, 80, func() {
-		st, err = v1.Backfill(ctx, c, "by_status", func(o *ddbindex.BackfillOptions) { o.Workers = 2 })
+		st, err = migrate.Backfill(ctx, v1, c, "by_status", func(o *migrate.BackfillOptions) { o.Workers = 2 })
 	}, ddbindex.GSI)
 	require.NoError(t, err)
 	t.Logf("backfill: %+v", st)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/migrate"
 )
 
 // TestShardedGroundTruth: an index sharded S ways (S = 1, 4, 16) answers
@@ -538,7 +539,7 @@ func TestReshardRunbook(t *testing.T) {
 		_, err := s1.Put(ctx, rsStep1{ID: fmt.Sprintf("b%02d", i), Feed: "all", At: int64(i)})
 		require.NoError(t, err)
 	}
-	st, err := s1.Backfill(ctx, c, "feed_next")
+	st, err := migrate.Backfill(ctx, s1, c, "feed_next")
 	require.NoError(t, err)
 	require.Equal(t, 120, st.Scanned)
 	require.Equal(t, 90, st.Written, "the items step 0 wrote")

@@ -191,8 +191,9 @@ func (o *Options) signingKey() []byte {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	// client sends every request but those of CreateTables, CheckSchema and
-	// Backfill's Scans, which go to the client they are given (calls.go).
+	// client sends every request but those of CreateTables and CheckSchema,
+	// and package migrate's Backfill's Scans, which go to the client they
+	// are given (calls.go).
 	client   calls
 	readOnly bool // made by NewReadOnly: its client refuses writes
 	s        *schema
@@ -212,7 +213,7 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 // NewReadOnly returns a read-only Table for model T, for a service that
 // only reads: its client needs the read methods alone ([ReadAPI]). Get,
 // BatchGet, queries and Explain work as on a table made by [New];
-// Put, Delete, Move, Update, Apply and Backfill fail before any request with
+// Put, Delete, Move, Update, Apply and migrate.Backfill fail before any request with
 // an error matching [ErrUnsupported]. CreateTables and CheckSchema take
 // their own client, and work on either kind of table.
 func NewReadOnly[T any](client ReadAPI, optFns ...func(*Options)) (*Table[T], error) {

@@ -203,7 +203,7 @@ func TestTimeKeysSameFromEveryPath(t *testing.T) {
 		}
 		for _, ix := range tkIndexes {
 			cl.puts = nil
-			st, err := tab.Backfill(t.Context(), cl, ix.name)
+			st, err := fillIndex(t.Context(), tab, cl, ix.name)
 			require.NoError(t, err)
 			require.Equal(t, 1, st.Written)
 			for _, attr := range []string{ix.pk, ix.sk} {
@@ -307,9 +307,9 @@ func TestTimeKeysGSIAndIndexTableAgree(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidWrite, "%v", bad)
 	}
 	for _, ix := range tkIndexes {
-		st, err := table.Backfill(ctx, c, ix.name)
+		st, err := fillIndex(ctx, table, c, ix.name)
 		require.NoError(t, err)
-		require.Equal(t, BackfillStats{Scanned: len(items), Written: len(items)}, st, "nothing refused was stored")
+		require.Equal(t, fillStats{Scanned: len(items), Written: len(items)}, st, "nothing refused was stored")
 	}
 
 	var queries []Query[tkGSI]

@@ -1,18 +1,19 @@
 // Package migrate moves an index of a ddbindex model from one form to
-// another (a GSI to an index table, or back) while a fleet runs: it routes
-// reads between the two forms an index keeps during the move, compares
-// them, and says when the old form may go. Package ddbindex reaches it
-// through two seams only, Options.Router and Options.Observer, so that a
-// service that is not migrating, and every read of an index with one form,
-// pays nothing for it.
+// another (a GSI to an index table, or back) while a fleet runs: Backfill
+// fills the form a migration introduces from the items already in the base
+// table; the rest routes reads between the two forms an index keeps during
+// the move, compares them, and says when the old form may go. Package
+// ddbindex reaches the reads through two seams only, Options.Router and
+// Options.Observer, so that a service that is not migrating, and every read
+// of an index with one form, pays nothing for them.
 //
 // The migration, GSI to index table, in the four steps of the README's
 // runbook:
 //
 //  1. Keep both forms. Declare the index type=gsi,keep=table, Prepare the
 //     index table (and the control table), start the stream upkeep, deploy,
-//     and backfill the entries of the items written before. Reads still use
-//     the GSI.
+//     and [Backfill] the entries of the items written before. Reads still
+//     use the GSI.
 //  2. Route and compare. Give every instance a [Router] over the control
 //     table (Options.Router) and [Shadows] (Options.Observer); route one
 //     tenant to the table with [SetRoute], then a share (Route.Percent),

@@ -10,7 +10,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
 )
 
 // This file holds the backfill command.
@@ -37,7 +37,7 @@ func runBackfill(e *env, args []string) error {
 	if *restart && *noCheckpoint {
 		return usageErr("backfill", "--restart forgets saved positions, which need a control table and no --no-checkpoint")
 	}
-	opts := ddbindex.BackfillOptions{Workers: *workers, Segment: int32Of(*segment), TotalSegments: int32Of(*total),
+	opts := migrate.BackfillOptions{Workers: *workers, Segment: int32Of(*segment), TotalSegments: int32Of(*total),
 		WriteUnitsPerSecond: *rate, PageSize: int32Of(*pageSize)}
 	if err := opts.Validate(); err != nil {
 		return usageErr("backfill", "%s", backfillRule(err, fs))
@@ -49,13 +49,13 @@ func runBackfill(e *env, args []string) error {
 	filled := ix.Forms[len(ix.Forms)-1]
 	what := fmt.Sprintf("%s %s (%s)", t.name(), indexName(ix.Name), formText(filled))
 
-	var store *ddbindex.DynamoDBBackfillCheckpoints
+	var store *migrate.DynamoDBCheckpoints
 	switch {
 	case *noCheckpoint:
 	case t.controlTable() == "":
 		fmt.Fprintf(e.stderr, "%s: no control table (--control-table, or Options.ControlTable in ops.Model's options): positions are not saved, and a killed backfill starts again from the beginning\n", e.prog)
 	default:
-		store = &ddbindex.DynamoDBBackfillCheckpoints{Client: e.api(), Table: t.controlTable()}
+		store = &migrate.DynamoDBCheckpoints{Client: e.api(), Table: t.controlTable()}
 	}
 	// The key Backfill saves positions under: the physical base table, the
 	// index and the form filled.
@@ -74,14 +74,14 @@ func runBackfill(e *env, args []string) error {
 	if e.opts.Terminal() {
 		bar = newBar(e.stderr, "backfill "+ix.Name)
 	}
-	st, err := t.backfill(e.ctx, e.api(), ix.Name, func(o *ddbindex.BackfillOptions) {
+	st, err := t.backfill(e.ctx, e.api(), ix.Name, func(o *migrate.BackfillOptions) {
 		o.Workers, o.Segment, o.TotalSegments = opts.Workers, opts.Segment, opts.TotalSegments
 		o.WriteUnitsPerSecond, o.PageSize = opts.WriteUnitsPerSecond, opts.PageSize
 		if store != nil {
 			o.Checkpoint = store
 		}
 		if bar != nil {
-			o.Progress = func(p ddbindex.BackfillProgress) { showProgress(bar, p) }
+			o.Progress = func(p migrate.BackfillProgress) { showProgress(bar, p) }
 		}
 	})
 	if bar != nil {
@@ -166,7 +166,7 @@ func newBar(w io.Writer, description string) *progressbar.ProgressBar {
 }
 
 // showProgress draws a backfill's progress.
-func showProgress(bar *progressbar.ProgressBar, p ddbindex.BackfillProgress) {
+func showProgress(bar *progressbar.ProgressBar, p migrate.BackfillProgress) {
 	if p.Estimate >= 0 {
 		if m := max(p.Estimate, int64(p.Scanned)); m != bar.GetMax64() {
 			bar.ChangeMax64(m)
@@ -176,7 +176,7 @@ func showProgress(bar *progressbar.ProgressBar, p ddbindex.BackfillProgress) {
 }
 
 // writeBackfillStats prints what a backfill did.
-func writeBackfillStats(w io.Writer, outcome, what string, st ddbindex.BackfillStats) {
+func writeBackfillStats(w io.Writer, outcome, what string, st migrate.BackfillStats) {
 	fmt.Fprintf(w, "backfill of %s %s: %d scanned, %d written, %d skipped (already there, or changed since the scan), %d unchanged, %d not in the index, %d tombstones\n",
 		what, outcome, st.Scanned, st.Written, st.Skipped, st.Unchanged, st.Sparse, st.Tombstones)
 	if st.Resumed > 0 || st.AlreadyDone > 0 {

@@ -55,7 +55,7 @@ type table interface {
 	indexes() []ddbindex.IndexInfo
 	check(ctx context.Context, api ddbindex.SchemaAPI) error
 	prepare(ctx context.Context, api ddbindex.PrepareAPI, optFns ...func(*ddbindex.PrepareOptions)) (ddbindex.PrepareReport, error)
-	backfill(ctx context.Context, api ddbindex.ScanAPI, index string, optFns ...func(*ddbindex.BackfillOptions)) (ddbindex.BackfillStats, error)
+	backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error)
 	compare(ctx context.Context, q query) (*migrate.Comparison, error)
 	explain(q query) (*ddbindex.Explanation, error)
 	inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error)
@@ -143,8 +143,8 @@ func (x *tableOf[T]) prepare(ctx context.Context, api ddbindex.PrepareAPI, optFn
 	return x.t.Prepare(ctx, api, optFns...)
 }
 
-func (x *tableOf[T]) backfill(ctx context.Context, api ddbindex.ScanAPI, index string, optFns ...func(*ddbindex.BackfillOptions)) (ddbindex.BackfillStats, error) {
-	return x.t.Backfill(ctx, api, index, optFns...)
+func (x *tableOf[T]) backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error) {
+	return migrate.Backfill(ctx, x.t, api, index, optFns...)
 }
 
 func (x *tableOf[T]) query(q query) ddbindex.Query[T] {

@@ -24,7 +24,7 @@ import (
 
 // Client is what the command sends its requests with: the reads and
 // writes of a Table, Prepare's and CheckSchema's table calls, and
-// Backfill's Scan. *dynamodb.Client implements it.
+// migrate.Backfill's Scan. *dynamodb.Client implements it.
 type Client interface {
 	ddbindex.Client
 	ddbindex.PrepareAPI

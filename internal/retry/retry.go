@@ -10,9 +10,9 @@
 // stop; one that went on would skip records. So the long-running flows (the
 // stream consumer, Backfill) wrap each call in [Call].
 //
-// The documented API is ddbindex.RetryOptions and ddbindex.IsTransient; both
-// the root package and the stream package convert to [Options] here, so the
-// mechanics live in one place.
+// The documented API is ddbindex.RetryOptions and ddbindex.IsTransient; the
+// root package and packages stream and migrate convert to [Options] here, so
+// the mechanics live in one place.
 package retry
 
 import (

@@ -1,4 +1,4 @@
-package ddbindex
+package migrate_test
 
 import (
 	"context"
@@ -19,11 +19,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
+
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
-// Tests of issue 9, section 4: Backfill of both forms at table scale.
+// Tests of Backfill of both forms at table scale.
 //
 // The bf models are one index through a GSI <-> index table migration, on
 // one set of physical tables: bfGSI (step 0) reads the GSI; bfGSIKeepTable
@@ -35,86 +38,86 @@ import (
 // leaves an item out of it.
 
 type bfGSI struct {
-	_       TableSpec `ddbindex:"bf-tickets,softdelete"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
+	_       ddbindex.TableSpec `ddbindex:"bf-tickets,softdelete"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    string             `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	Title   string             `dynamodbav:"title"`
 }
 
 type bfGSIKeepTable struct {
-	_       TableSpec `ddbindex:"bf-tickets,softdelete"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi,keep=table"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
+	_       ddbindex.TableSpec `ddbindex:"bf-tickets,softdelete"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,keep=table"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    string             `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	Title   string             `dynamodbav:"title"`
 }
 
 type bfTableKeepGSI struct {
-	_       TableSpec `ddbindex:"bf-tickets,softdelete"`
-	_       IndexSpec `ddbindex:"by_status,type=table,keep=gsi"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
+	_       ddbindex.TableSpec `ddbindex:"bf-tickets,softdelete"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table,keep=gsi"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    string             `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	Title   string             `dynamodbav:"title"`
 }
 
 type bfTable struct {
-	_       TableSpec `ddbindex:"bf-tickets,softdelete"`
-	_       IndexSpec `ddbindex:"by_status,type=table"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
+	_       ddbindex.TableSpec `ddbindex:"bf-tickets,softdelete"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    string             `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	Title   string             `dynamodbav:"title"`
 }
 
 // bfVerKeepGSI and bfVerTable are steps 2 and 3 of a model with a version
 // attribute, for the condition Backfill puts on a versioned item.
 type bfVerKeepGSI struct {
-	_       TableSpec `ddbindex:"bf-vtickets"`
-	_       IndexSpec `ddbindex:"by_status,type=table,keep=gsi"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
-	Ver     int64     `dynamodbav:"ver" ddbindex:"version"`
+	_       ddbindex.TableSpec `ddbindex:"bf-vtickets"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table,keep=gsi"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    string             `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	Title   string             `dynamodbav:"title"`
+	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
 type bfVerTable struct {
-	_       TableSpec `ddbindex:"bf-vtickets"`
-	_       IndexSpec `ddbindex:"by_status,type=table"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
-	Title   string    `dynamodbav:"title"`
-	Ver     int64     `dynamodbav:"ver" ddbindex:"version"`
+	_       ddbindex.TableSpec `ddbindex:"bf-vtickets"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    string             `dynamodbav:"team" ddbindex:"by_status.pk,label=TEAM"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	Title   string             `dynamodbav:"title"`
+	Ver     int64              `dynamodbav:"ver" ddbindex:"version"`
 }
 
 // bfNative keeps a GSI keyed by model attributes alone: nothing to write.
 type bfNative struct {
-	_       TableSpec `ddbindex:"bf-native"`
-	_       IndexSpec `ddbindex:"by_team,type=table,keep=gsi"`
-	ID      string    `dynamodbav:"id" ddbindex:"pk"`
-	Team    *string   `dynamodbav:"team,omitempty" ddbindex:"by_team.pk"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_team.sk"`
+	_       ddbindex.TableSpec `ddbindex:"bf-native"`
+	_       ddbindex.IndexSpec `ddbindex:"by_team,type=table,keep=gsi"`
+	ID      string             `dynamodbav:"id" ddbindex:"pk"`
+	Team    *string            `dynamodbav:"team,omitempty" ddbindex:"by_team.pk"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_team.sk"`
 }
 
 // bfLSI keeps an LSI whose sort key is derived.
 type bfLSI struct {
-	_       TableSpec `ddbindex:"bf-lsi"`
-	_       IndexSpec `ddbindex:"by_status,type=table,keep=lsi"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Status  *string   `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	_       ddbindex.TableSpec `ddbindex:"bf-lsi"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=table,keep=lsi"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Status  *string            `dynamodbav:"status,omitempty" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
 }
 
 var bfStatuses = []string{"new", "open", "pending", "shipped", "closed"}
@@ -169,9 +172,9 @@ func bfItems(n int) []bfItem {
 // end as.
 func bfImages(t testing.TB, items []bfItem) (start, want []map[string]types.AttributeValue) {
 	t.Helper()
-	withGSI, err := New[bfTableKeepGSI](nil)
+	withGSI, err := ddbindex.New[bfTableKeepGSI](nil)
 	require.NoError(t, err)
-	without, err := New[bfTable](nil)
+	without, err := ddbindex.New[bfTable](nil)
 	require.NoError(t, err)
 	gsiAttrs := func(v bfTableKeepGSI) map[string]types.AttributeValue {
 		img, err := withGSI.Marshal(v)
@@ -207,8 +210,8 @@ func bfImages(t testing.TB, items []bfItem) (start, want []map[string]types.Attr
 			if it.v.Created%3 == 0 {
 				maps.Copy(s, gsiAttrs(it.v))
 			}
-			s[withGSI.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
-			s[withGSI.opts.TTLAttr] = &types.AttributeValueMemberN{Value: "1900000000"}
+			s[bfDeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+			s[bfTTLAttr] = &types.AttributeValueMemberN{Value: "1900000000"}
 			w = maps.Clone(s)
 		}
 		start = append(start, s)
@@ -219,8 +222,8 @@ func bfImages(t testing.TB, items []bfItem) (start, want []map[string]types.Attr
 
 // bfCounts returns the stats a complete backfill of the GSI of items
 // reports, from a start where no item was backfilled.
-func bfCounts(items []bfItem) BackfillStats {
-	st := BackfillStats{Scanned: len(items)}
+func bfCounts(items []bfItem) migrate.BackfillStats {
+	st := migrate.BackfillStats{Scanned: len(items)}
 	for _, it := range items {
 		switch it.kind {
 		case bfBare, bfStale, bfSparseOld:
@@ -309,10 +312,10 @@ func bfSame(want, got map[string]map[string]types.AttributeValue) (int, []string
 			if len(diffs) < 5 {
 				diffs = append(diffs, id+": missing")
 			}
-		case !sameItem(want[id], g):
+		case !bfSameItem(want[id], g):
 			n++
 			if len(diffs) < 5 {
-				diffs = append(diffs, fmt.Sprintf("%s: want %v, got %v", id, itemString(want[id]), itemString(g)))
+				diffs = append(diffs, fmt.Sprintf("%s: want %v, got %v", id, bfItemString(want[id]), bfItemString(g)))
 			}
 		}
 	}
@@ -327,10 +330,10 @@ func bfSame(want, got map[string]map[string]types.AttributeValue) (int, []string
 	return n, diffs
 }
 
-func itemString(m map[string]types.AttributeValue) string {
+func bfItemString(m map[string]types.AttributeValue) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(&b, "%s=%v ", k, avString(m[k]))
+		fmt.Fprintf(&b, "%s=%v ", k, bfAVString(m[k]))
 	}
 	return b.String()
 }
@@ -339,12 +342,12 @@ func itemString(m map[string]types.AttributeValue) string {
 // table) for model T, without a stream (no consumer runs in these tests, and
 // a stream slows the local servers' writes), and writes start into the base
 // table.
-func bfSetup[T any](t testing.TB, start []map[string]types.AttributeValue) (*Table[T], *dynamodb.Client, *DynamoDBBackfillCheckpoints) {
+func bfSetup[T any](t testing.TB, start []map[string]types.AttributeValue) (*ddbindex.Table[T], *dynamodb.Client, *migrate.DynamoDBCheckpoints) {
 	t.Helper()
 	c := ddbtest.Client(t)
 	prefix := ddbtest.Name(t, "")
 	control := prefix + "-control"
-	tb, err := New[T](c, func(o *Options) {
+	tb, err := ddbindex.New[T](c, func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + "-" + s }
 		o.ControlTable = control
 	})
@@ -352,20 +355,20 @@ func bfSetup[T any](t testing.TB, start []map[string]types.AttributeValue) (*Tab
 	for _, in := range tb.CreateTableInputs(false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	require.NoError(t, tb.CreateTables(t.Context(), c, func(o *CreateOptions) { o.NoTTL, o.NoStream = true, true }))
+	require.NoError(t, tb.CreateTables(t.Context(), c, func(o *ddbindex.CreateOptions) { o.NoTTL, o.NoStream = true, true }))
 	ddbtest.CreateTable(t, c, tb.ControlTableInput())
 	bfBatchWrite(t, c, tb.TableName(), start)
-	return tb, c, &DynamoDBBackfillCheckpoints{Client: c, Table: control}
+	return tb, c, &migrate.DynamoDBCheckpoints{Client: c, Table: control}
 }
 
 // bfKill runs a backfill that cancels itself once it has scanned at least
 // killAt items, and returns its stats and error.
-func bfKill[T any](t *testing.T, tb *Table[T], c ScanAPI, index string, killAt int, opts func(*BackfillOptions)) (BackfillStats, error) {
+func bfKill[T any](t *testing.T, tb *ddbindex.Table[T], c migrate.ScanAPI, index string, killAt int, opts func(*migrate.BackfillOptions)) (migrate.BackfillStats, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	return tb.Backfill(ctx, c, index, opts, func(o *BackfillOptions) {
-		o.Progress = func(p BackfillProgress) {
+	return migrate.Backfill(ctx, tb, c, index, opts, func(o *migrate.BackfillOptions) {
+		o.Progress = func(p migrate.BackfillProgress) {
 			if p.Scanned >= killAt {
 				cancel()
 			}
@@ -389,7 +392,7 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
 	killAt := map[string]int{"gsi": n/10 + rng.IntN(n*8/10), "table": n/10 + rng.IntN(n*8/10)}
-	opts := func(o *BackfillOptions) { o.Workers, o.PageSize = 8, 100 }
+	opts := func(o *migrate.BackfillOptions) { o.Workers, o.PageSize = 8, 100 }
 
 	t.Run("gsi", func(t *testing.T) {
 		t.Parallel()
@@ -397,18 +400,18 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		t0 := time.Now()
 		tb, c, cps := bfSetup[bfTableKeepGSI](t, start)
 		t.Logf("tables created and written in %v", time.Since(t0).Round(time.Millisecond))
-		withCP := func(o *BackfillOptions) { opts(o); o.Checkpoint = cps }
+		withCP := func(o *migrate.BackfillOptions) { opts(o); o.Checkpoint = cps }
 		var scans1, scans2 atomic.Int64
 		began := time.Now()
-		st1, err := bfKill(t, tb, countingScan{c, &scans1}, "by_status", killAt, withCP)
+		st1, err := bfKill(t, tb, bfCountingScan{c, &scans1}, "by_status", killAt, withCP)
 		require.ErrorIs(t, err, context.Canceled)
-		require.ErrorIs(t, err, ErrDynamoDB)
+		require.ErrorIs(t, err, ddbindex.ErrDynamoDB)
 		took1 := time.Since(began)
 		positions, done := bfSaved(t, cps, tb.TableName()+"#by_status#gsi")
-		var last BackfillProgress
+		var last migrate.BackfillProgress
 		began2 := time.Now()
-		st2, err := tb.Backfill(t.Context(), countingScan{c, &scans2}, "by_status", withCP, func(o *BackfillOptions) {
-			o.Progress = func(p BackfillProgress) { last = p }
+		st2, err := migrate.Backfill(t.Context(), tb, bfCountingScan{c, &scans2}, "by_status", withCP, func(o *migrate.BackfillOptions) {
+			o.Progress = func(p migrate.BackfillProgress) { last = p }
 		})
 		require.NoError(t, err)
 		took2 := time.Since(began2)
@@ -437,8 +440,7 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		}
 		diff, examples := bfSame(wantByID, bfByID(t, c, tb.TableName()))
 		require.Zero(t, diff, "base items that differ from ground truth: %v", examples)
-		d := tb.s.byName["by_status"]
-		require.Empty(t, ddbtest.Scan(t, c, tb.tableOf(d)), "nothing written to the index table")
+		require.Empty(t, ddbtest.Scan(t, c, bfIndexTable(t, tb, "by_status")), "nothing written to the index table")
 
 		t.Logf("base table checked in %v", time.Since(t0).Round(time.Millisecond))
 		// The GSI answers every team's query with exactly its live items,
@@ -451,20 +453,20 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 				}
 			}
 			slices.SortFunc(live, func(a, b bfTableKeepGSI) int {
-				return cmpOr(strings.Compare(*a.Status, *b.Status), cmpInt(a.Created, b.Created), strings.Compare(a.ID, b.ID))
+				return bfCmpOr(strings.Compare(*a.Status, *b.Status), bfCmpInt(a.Created, b.Created), strings.Compare(a.ID, b.ID))
 			})
 			var wantIDs []string
 			for _, v := range live {
 				wantIDs = append(wantIDs, v.ID)
 			}
-			require.Equal(t, wantIDs, bfQueryIDs(t, tb.Query("by_status", team).Via(GSI).Limit(400)), team)
+			require.Equal(t, wantIDs, bfQueryIDs(t, tb.Query("by_status", team).Via(ddbindex.GSI).Limit(400)), team)
 		}
 
 		t.Logf("checked in %v", time.Since(t0).Round(time.Millisecond))
 		// Run again: every segment is done.
-		st3, err := tb.Backfill(t.Context(), c, "by_status", withCP)
+		st3, err := migrate.Backfill(t.Context(), tb, c, "by_status", withCP)
 		require.NoError(t, err)
-		require.Equal(t, BackfillStats{AlreadyDone: 8}, st3)
+		require.Equal(t, migrate.BackfillStats{AlreadyDone: 8}, st3)
 	})
 
 	t.Run("table", func(t *testing.T) {
@@ -474,8 +476,8 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		// attributes; the stream (a consumer started before the backfill)
 		// already wrote newer entries of every eleventh item.
 		tb, c, cps := bfSetup[bfGSIKeepTable](t, want)
-		d := tb.s.byName["by_status"].backfilled()
-		require.Equal(t, IndexTable, d.kind)
+		require.Equal(t, ddbindex.IndexTable, bfForm(t, tb, "by_status").Kind)
+		indexTable := bfIndexTable(t, tb, "by_status")
 		wantEntries := map[string]map[string]types.AttributeValue{}
 		var stream []map[string]types.AttributeValue
 		written := 0
@@ -484,26 +486,24 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 				continue
 			}
 			v := bfGSIKeepTable(it.v)
-			e, err := tb.entryOf(d, v, "0")
-			require.NoError(t, err)
+			e := bfEntryOf(t, tb, "by_status", v, "0")
 			if i%11 == 6 {
 				v.Title = "changed after the scan began"
-				e, err = tb.entryOf(d, v, "42")
-				require.NoError(t, err)
+				e = bfEntryOf(t, tb, "by_status", v, "42")
 				stream = append(stream, e)
 			} else {
 				written++
 			}
 			wantEntries[v.ID] = e
 		}
-		bfBatchWrite(t, c, tb.tableOf(d), stream)
+		bfBatchWrite(t, c, indexTable, stream)
 
-		withCP := func(o *BackfillOptions) { opts(o); o.Checkpoint = cps }
+		withCP := func(o *migrate.BackfillOptions) { opts(o); o.Checkpoint = cps }
 		began := time.Now()
 		st1, err := bfKill(t, tb, c, "by_status", killAt, withCP)
 		require.ErrorIs(t, err, context.Canceled)
 		positions, done := bfSaved(t, cps, tb.TableName()+"#by_status#table")
-		st2, err := tb.Backfill(t.Context(), c, "by_status", withCP)
+		st2, err := migrate.Backfill(t.Context(), tb, c, "by_status", withCP)
 		require.NoError(t, err)
 		took := time.Since(began)
 		t.Logf("killed after %d items (asked %d): %+v; resumed (%d segments from a position, %d done): %+v; %.0f items/s over both",
@@ -515,7 +515,7 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		require.LessOrEqual(t, st1.Written+st2.Written, written)
 		require.GreaterOrEqual(t, st1.Written+st2.Written+st1.Skipped+st2.Skipped, written+len(stream))
 
-		diff, examples := bfSame(wantEntries, bfByID(t, c, tb.tableOf(d)))
+		diff, examples := bfSame(wantEntries, bfByID(t, c, indexTable))
 		require.Zero(t, diff, "index-table entries that differ from ground truth: %v", examples)
 		startByID := map[string]map[string]types.AttributeValue{}
 		for _, w := range want {
@@ -527,15 +527,15 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		// Both forms hold the same items in the same order (the titles
 		// the stream changed differ, as they would).
 		for _, team := range []string{"team-03", "team-11"} {
-			ids := bfQueryIDs(t, tb.Query("by_status", team).Via(GSI).Limit(300))
+			ids := bfQueryIDs(t, tb.Query("by_status", team).Via(ddbindex.GSI).Limit(300))
 			require.NotEmpty(t, ids)
-			require.Equal(t, ids, bfQueryIDs(t, tb.Query("by_status", team).Via(IndexTable).Limit(300)), team)
+			require.Equal(t, ids, bfQueryIDs(t, tb.Query("by_status", team).Via(ddbindex.IndexTable).Limit(300)), team)
 		}
 	})
 }
 
 // bfQueryIDs runs q to its end and returns the ids it read, in order.
-func bfQueryIDs[T any](t *testing.T, q Query[T]) []string {
+func bfQueryIDs[T any](t *testing.T, q ddbindex.Query[T]) []string {
 	t.Helper()
 	var out []string
 	for {
@@ -551,7 +551,7 @@ func bfQueryIDs[T any](t *testing.T, q Query[T]) []string {
 	}
 }
 
-func cmpOr(cs ...int) int {
+func bfCmpOr(cs ...int) int {
 	for _, c := range cs {
 		if c != 0 {
 			return c
@@ -560,7 +560,7 @@ func cmpOr(cs ...int) int {
 	return 0
 }
 
-func cmpInt(a, b int64) int {
+func bfCmpInt(a, b int64) int {
 	switch {
 	case a < b:
 		return -1
@@ -572,7 +572,7 @@ func cmpInt(a, b int64) int {
 
 // bfSaved returns the number of segments of the 8 of a backfill that its
 // checkpoints record with a position, and as done.
-func bfSaved(t *testing.T, cps BackfillCheckpoints, key string) (positions, done int) {
+func bfSaved(t *testing.T, cps migrate.Checkpoints, key string) (positions, done int) {
 	t.Helper()
 	saved, err := cps.Load(t.Context(), key)
 	require.NoError(t, err)
@@ -588,37 +588,37 @@ func bfSaved(t *testing.T, cps BackfillCheckpoints, key string) (positions, done
 	return positions, done
 }
 
-// countingScan counts the Scan requests of a backfill.
-type countingScan struct {
+// bfCountingScan counts the Scan requests of a backfill.
+type bfCountingScan struct {
 	c *dynamodb.Client
 	n *atomic.Int64
 }
 
-func (s countingScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+func (s bfCountingScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	s.n.Add(1)
 	return s.c.Scan(ctx, in, optFns...)
 }
 
-func (s countingScan) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+func (s bfCountingScan) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	return s.c.DescribeTable(ctx, in, optFns...)
 }
 
-// plainScan is a ScanAPI without DescribeTable.
-type plainScan struct{ c ScanAPI }
+// bfPlainScan is a migrate.ScanAPI without DescribeTable.
+type bfPlainScan struct{ c migrate.ScanAPI }
 
-func (s plainScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+func (s bfPlainScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	return s.c.Scan(ctx, in, optFns...)
 }
 
-// failingScan is a ScanAPI whose every call fails.
-type failingScan struct{}
+// bfFailingScan is a migrate.ScanAPI whose every call fails.
+type bfFailingScan struct{}
 
-func (failingScan) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	return nil, errors.New("failingScan: no scans")
+func (bfFailingScan) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return nil, errors.New("bfFailingScan: no scans")
 }
 
 // byID indexes images by their "id".
-func byID(imgs []map[string]types.AttributeValue) map[string]map[string]types.AttributeValue {
+func bfImagesByID(imgs []map[string]types.AttributeValue) map[string]map[string]types.AttributeValue {
 	out := map[string]map[string]types.AttributeValue{}
 	for _, img := range imgs {
 		out[img["id"].(*types.AttributeValueMemberS).Value] = img
@@ -641,13 +641,13 @@ func TestBackfillStatsCounts(t *testing.T) {
 		require.Positive(t, full.Unchanged)
 		require.Positive(t, full.Sparse)
 		require.Positive(t, full.Tombstones)
-		st, err := tb.Backfill(t.Context(), c, "by_status", func(o *BackfillOptions) { o.Workers, o.PageSize = 3, 16 })
+		st, err := migrate.Backfill(t.Context(), tb, c, "by_status", func(o *migrate.BackfillOptions) { o.Workers, o.PageSize = 3, 16 })
 		require.NoError(t, err)
 		require.Equal(t, full, st)
-		diff, examples := bfSame(byID(want), bfByID(t, c, tb.TableName()))
+		diff, examples := bfSame(bfImagesByID(want), bfByID(t, c, tb.TableName()))
 		require.Zero(t, diff, "%v", examples)
 
-		st, err = tb.Backfill(t.Context(), c, "by_status")
+		st, err = migrate.Backfill(t.Context(), tb, c, "by_status")
 		require.NoError(t, err)
 		sparse := 0
 		for _, it := range items {
@@ -655,14 +655,14 @@ func TestBackfillStatsCounts(t *testing.T) {
 				sparse++
 			}
 		}
-		require.Equal(t, BackfillStats{Scanned: len(items), Unchanged: full.Written + full.Unchanged - (sparse - full.Sparse), Sparse: sparse, Tombstones: full.Tombstones}, st)
+		require.Equal(t, migrate.BackfillStats{Scanned: len(items), Unchanged: full.Written + full.Unchanged - (sparse - full.Sparse), Sparse: sparse, Tombstones: full.Tombstones}, st)
 	})
 
 	t.Run("table", func(t *testing.T) {
 		t.Parallel()
 		tb, c, _ := bfSetup[bfGSIKeepTable](t, want)
-		d := tb.s.byName["by_status"].backfilled()
-		var exp BackfillStats
+		indexTable := bfIndexTable(t, tb, "by_status")
+		var exp migrate.BackfillStats
 		exp.Scanned = len(items)
 		for i, it := range items {
 			switch {
@@ -671,30 +671,29 @@ func TestBackfillStatsCounts(t *testing.T) {
 			case it.v.Status == nil:
 				exp.Sparse++
 			case i%5 == 0:
-				e, err := tb.entryOf(d, bfGSIKeepTable(it.v), "1")
-				require.NoError(t, err)
-				_, err = c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(tb.tableOf(d)), Item: e})
+				e := bfEntryOf(t, tb, "by_status", bfGSIKeepTable(it.v), "1")
+				_, err := c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(indexTable), Item: e})
 				require.NoError(t, err)
 				exp.Skipped++
 			default:
 				exp.Written++
 			}
 		}
-		st, err := tb.Backfill(t.Context(), c, "by_status", func(o *BackfillOptions) { o.Workers = 2 })
+		st, err := migrate.Backfill(t.Context(), tb, c, "by_status", func(o *migrate.BackfillOptions) { o.Workers = 2 })
 		require.NoError(t, err)
 		require.Equal(t, exp, st)
-		require.Len(t, ddbtest.Scan(t, c, tb.tableOf(d)), exp.Written+exp.Skipped)
+		require.Len(t, ddbtest.Scan(t, c, indexTable), exp.Written+exp.Skipped)
 
-		st, err = tb.Backfill(t.Context(), c, "by_status")
+		st, err = migrate.Backfill(t.Context(), tb, c, "by_status")
 		require.NoError(t, err)
-		require.Equal(t, BackfillStats{Scanned: len(items), Skipped: exp.Written + exp.Skipped, Sparse: exp.Sparse, Tombstones: exp.Tombstones}, st)
+		require.Equal(t, migrate.BackfillStats{Scanned: len(items), Skipped: exp.Written + exp.Skipped, Sparse: exp.Sparse, Tombstones: exp.Tombstones}, st)
 	})
 
 	t.Run("native gsi", func(t *testing.T) {
 		t.Parallel()
-		tb, c := newTestTable[bfNative](t)
+		tb, c := bfNewTable[bfNative](t)
 		var imgs []map[string]types.AttributeValue
-		var exp BackfillStats
+		var exp migrate.BackfillStats
 		for i := range 40 {
 			team := fmt.Sprint("team-", i%3)
 			v := bfNative{ID: fmt.Sprint("n", i), Team: &team, Created: int64(i)}
@@ -705,7 +704,7 @@ func TestBackfillStatsCounts(t *testing.T) {
 			require.NoError(t, err)
 			switch {
 			case i%7 == 2:
-				img[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+				img[bfDeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
 				exp.Tombstones++
 			case v.Team == nil:
 				exp.Sparse++
@@ -717,7 +716,7 @@ func TestBackfillStatsCounts(t *testing.T) {
 		exp.Scanned = len(imgs)
 		bfBatchWrite(t, c, tb.TableName(), imgs)
 		before := ddbtest.Scan(t, c, tb.TableName())
-		st, err := tb.Backfill(t.Context(), c, "by_team")
+		st, err := migrate.Backfill(t.Context(), tb, c, "by_team")
 		require.NoError(t, err)
 		require.Equal(t, exp, st, "a GSI keyed by model attributes needs no writes")
 		require.Equal(t, before, ddbtest.Scan(t, c, tb.TableName()))
@@ -725,9 +724,9 @@ func TestBackfillStatsCounts(t *testing.T) {
 
 	t.Run("lsi", func(t *testing.T) {
 		t.Parallel()
-		tb, c := newTestTable[bfLSI](t)
+		tb, c := bfNewTable[bfLSI](t)
 		var imgs []map[string]types.AttributeValue
-		var exp BackfillStats
+		var exp migrate.BackfillStats
 		var wantIDs []string
 		for i := range 30 {
 			st := bfStatuses[i%len(bfStatuses)]
@@ -748,11 +747,11 @@ func TestBackfillStatsCounts(t *testing.T) {
 		}
 		exp.Scanned = len(imgs)
 		bfBatchWrite(t, c, tb.TableName(), imgs)
-		st, err := tb.Backfill(t.Context(), c, "by_status")
+		st, err := migrate.Backfill(t.Context(), tb, c, "by_status")
 		require.NoError(t, err)
 		require.Equal(t, exp, st)
 		var got []string
-		p, err := tb.Query("by_status", "T").Via(LSI).Limit(100).Page(t.Context())
+		p, err := tb.Query("by_status", "T").Via(ddbindex.LSI).Limit(100).Page(t.Context())
 		require.NoError(t, err)
 		for _, v := range p.Items {
 			got = append(got, v.ID)
@@ -762,15 +761,15 @@ func TestBackfillStatsCounts(t *testing.T) {
 	})
 }
 
-// hookScan runs hook once, after the first page it returns: a writer that
+// bfHookScan runs hook once, after the first page it returns: a writer that
 // changes items between the scan and the backfill's writes.
-type hookScan struct {
-	ScanAPI
+type bfHookScan struct {
+	migrate.ScanAPI
 	once *sync.Once
 	hook func()
 }
 
-func (h hookScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+func (h bfHookScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	out, err := h.ScanAPI.Scan(ctx, in, optFns...)
 	if err == nil {
 		h.once.Do(h.hook)
@@ -795,7 +794,7 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 			{ID: "retitled", Team: "A", Status: &open, Created: 4},
 			{ID: "untouched", Team: "A", Status: &open, Created: 5},
 		}
-		step3, err := New[bfTable](nil)
+		step3, err := ddbindex.New[bfTable](nil)
 		require.NoError(t, err)
 		var start []map[string]types.AttributeValue
 		for _, v := range items {
@@ -803,8 +802,8 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 			require.NoError(t, err)
 			start = append(start, img)
 		}
-		tb, c, _ := bfSetup[bfTableKeepGSI](t, start)
-		writer, err := New[bfTable](c, func(o *Options) { o.TableName = tb.opts.TableName })
+		tb, c, cps := bfSetup[bfTableKeepGSI](t, start)
+		writer, err := ddbindex.New[bfTable](c, bfNames(cps))
 		require.NoError(t, err)
 		ctx := t.Context()
 		hook := func() {
@@ -812,7 +811,7 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 			moved.Status = &shipped
 			_, err := writer.Put(ctx, moved)
 			require.NoError(t, err)
-			_, err = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()), Key: map[string]types.AttributeValue{"id": avS("deleted")}})
+			_, err = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()), Key: map[string]types.AttributeValue{"id": bfAvS("deleted")}})
 			require.NoError(t, err)
 			require.NoError(t, writer.Delete(ctx, items[2]))
 			retitled := items[3]
@@ -820,9 +819,9 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 			_, err = writer.Put(ctx, retitled)
 			require.NoError(t, err)
 		}
-		st, err := tb.Backfill(ctx, hookScan{c, new(sync.Once), hook}, "by_status")
+		st, err := migrate.Backfill(ctx, tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
 		require.NoError(t, err)
-		require.Equal(t, BackfillStats{Scanned: 5, Skipped: 3, Written: 2}, st)
+		require.Equal(t, migrate.BackfillStats{Scanned: 5, Skipped: 3, Written: 2}, st)
 
 		got := bfByID(t, c, tb.TableName())
 		require.NotContains(t, got, "deleted", "a deleted item is not brought back")
@@ -830,22 +829,22 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 			require.NotContains(t, got[id], "_sk", "%s: the writer's item, without the backfill's attributes", id)
 		}
 		require.Equal(t, "shipped", got["moved"]["status"].(*types.AttributeValueMemberS).Value)
-		require.Equal(t, true, got["soft-deleted"][tb.opts.DeletedAttr].(*types.AttributeValueMemberBOOL).Value)
+		require.Equal(t, true, got["soft-deleted"][bfDeletedAttr].(*types.AttributeValueMemberBOOL).Value)
 		// A change to an attribute the key is not derived from does not
 		// stop the backfill, and the backfill does not undo it.
 		retitled := bfTableKeepGSI(items[3])
 		retitled.Title = "new title"
 		wantImg, err := tb.Marshal(retitled)
 		require.NoError(t, err)
-		require.True(t, sameItem(wantImg, got["retitled"]), itemString(got["retitled"]))
+		require.True(t, bfSameItem(wantImg, got["retitled"]), bfItemString(got["retitled"]))
 		wantImg, err = tb.Marshal(bfTableKeepGSI(items[4]))
 		require.NoError(t, err)
-		require.True(t, sameItem(wantImg, got["untouched"]))
+		require.True(t, bfSameItem(wantImg, got["untouched"]))
 	})
 
 	t.Run("gsi, version", func(t *testing.T) {
 		t.Parallel()
-		step3, err := New[bfVerTable](nil)
+		step3, err := ddbindex.New[bfVerTable](nil)
 		require.NoError(t, err)
 		var start []map[string]types.AttributeValue
 		for _, id := range []string{"retitled", "untouched"} {
@@ -853,16 +852,16 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 			require.NoError(t, err)
 			start = append(start, img)
 		}
-		tb, c, _ := bfSetup[bfVerKeepGSI](t, start)
-		writer, err := New[bfVerTable](c, func(o *Options) { o.TableName = tb.opts.TableName })
+		tb, c, cps := bfSetup[bfVerKeepGSI](t, start)
+		writer, err := ddbindex.New[bfVerTable](c, bfNames(cps))
 		require.NoError(t, err)
 		hook := func() {
 			_, err := writer.Put(t.Context(), bfVerTable{ID: "retitled", Team: "A", Status: &open, Created: 1, Title: "new", Ver: 1})
 			require.NoError(t, err)
 		}
-		st, err := tb.Backfill(t.Context(), hookScan{c, new(sync.Once), hook}, "by_status")
+		st, err := migrate.Backfill(t.Context(), tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
 		require.NoError(t, err)
-		require.Equal(t, BackfillStats{Scanned: 2, Skipped: 1, Written: 1}, st, "a new version wins, whatever it changed")
+		require.Equal(t, migrate.BackfillStats{Scanned: 2, Skipped: 1, Written: 1}, st, "a new version wins, whatever it changed")
 		got := bfByID(t, c, tb.TableName())
 		require.NotContains(t, got["retitled"], "_sk")
 		require.Equal(t, "2", got["retitled"]["ver"].(*types.AttributeValueMemberN).Value)
@@ -872,7 +871,7 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 
 	t.Run("table", func(t *testing.T) {
 		t.Parallel()
-		step0, err := New[bfGSI](nil)
+		step0, err := ddbindex.New[bfGSI](nil)
 		require.NoError(t, err)
 		var start []map[string]types.AttributeValue
 		for _, id := range []string{"changed", "untouched"} {
@@ -885,17 +884,16 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 		newImg, err := tb.Marshal(changed)
 		require.NoError(t, err)
 		hook := func() {
-			_, err := tb.Apply(t.Context(), []Change{{Old: start[0], New: newImg, Version: "5"}})
+			_, err := tb.Apply(t.Context(), []ddbindex.Change{{Old: start[0], New: newImg, Version: "5"}})
 			require.NoError(t, err)
 		}
-		st, err := tb.Backfill(t.Context(), hookScan{c, new(sync.Once), hook}, "by_status")
+		st, err := migrate.Backfill(t.Context(), tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
 		require.NoError(t, err)
-		require.Equal(t, BackfillStats{Scanned: 2, Skipped: 1, Written: 1}, st)
-		d := tb.s.byName["by_status"].backfilled()
-		got := bfByID(t, c, tb.tableOf(d))
+		require.Equal(t, migrate.BackfillStats{Scanned: 2, Skipped: 1, Written: 1}, st)
+		got := bfByID(t, c, bfIndexTable(t, tb, "by_status"))
 		require.Equal(t, "the stream's", got["changed"]["title"].(*types.AttributeValueMemberS).Value)
-		require.Equal(t, "5", got["changed"][tb.opts.VersionAttr].(*types.AttributeValueMemberN).Value)
-		require.Equal(t, "0", got["untouched"][tb.opts.VersionAttr].(*types.AttributeValueMemberN).Value)
+		require.Equal(t, "5", got["changed"][bfVersionAttr].(*types.AttributeValueMemberN).Value)
+		require.Equal(t, "0", got["untouched"][bfVersionAttr].(*types.AttributeValueMemberN).Value)
 	})
 }
 
@@ -924,14 +922,14 @@ func (c *bfClock) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// describedScan is a ScanAPI with a DescribeTable that reports count
+// bfDescribedScan is a migrate.ScanAPI with a DescribeTable that reports count
 // items.
-type describedScan struct {
-	ScanAPI
+type bfDescribedScan struct {
+	migrate.ScanAPI
 	count int64
 }
 
-func (s describedScan) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+func (s bfDescribedScan) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, ItemCount: aws.Int64(s.count)}}, nil
 }
 
@@ -955,18 +953,18 @@ func TestBackfillRateLimit(t *testing.T) {
 	tb, c, _ := bfSetup[bfTableKeepGSI](t, start)
 	units := 0
 	for _, w := range want {
-		units += (itemSize(w) + 1023) / 1024
+		units += (bfItemSize(w) + 1023) / 1024
 	}
 	require.Equal(t, 38+3+5, units)
 
 	const perSecond = 4.0
 	clk := &bfClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var progress []BackfillProgress
-	st, err := tb.Backfill(t.Context(), describedScan{c, int64(len(items))}, "by_status", func(o *BackfillOptions) {
+	var progress []migrate.BackfillProgress
+	st, err := migrate.Backfill(t.Context(), tb, bfDescribedScan{c, int64(len(items))}, "by_status", func(o *migrate.BackfillOptions) {
 		o.WriteUnitsPerSecond = perSecond
 		o.PageSize = 10
-		o.now, o.sleep = clk.Now, clk.Sleep
-		o.Progress = func(p BackfillProgress) { progress = append(progress, p) }
+		migrate.SetBackfillClock(o, clk.Now, clk.Sleep)
+		o.Progress = func(p migrate.BackfillProgress) { progress = append(progress, p) }
 	})
 	require.NoError(t, err)
 	require.Equal(t, len(items), st.Written)
@@ -989,10 +987,10 @@ func TestBackfillRateLimit(t *testing.T) {
 
 	// Without a DescribeTable, no estimate; without a limit, no wait.
 	clk2 := &bfClock{now: clk.now}
-	var last BackfillProgress
-	_, err = tb.Backfill(t.Context(), plainScan{c}, "by_status", func(o *BackfillOptions) {
-		o.now, o.sleep = clk2.Now, clk2.Sleep
-		o.Progress = func(p BackfillProgress) { last = p }
+	var last migrate.BackfillProgress
+	_, err = migrate.Backfill(t.Context(), tb, bfPlainScan{c}, "by_status", func(o *migrate.BackfillOptions) {
+		migrate.SetBackfillClock(o, clk2.Now, clk2.Sleep)
+		o.Progress = func(p migrate.BackfillProgress) { last = p }
 	})
 	require.NoError(t, err)
 	require.Zero(t, clk2.waits)
@@ -1008,9 +1006,9 @@ func TestBackfillResumesFromCheckpoint(t *testing.T) {
 	items := bfItems(50)
 	start, want := bfImages(t, items)
 	tb, c, _ := bfSetup[bfTableKeepGSI](t, start)
-	cps := &MemoryBackfillCheckpoints{}
+	cps := &migrate.MemoryCheckpoints{}
 	key := tb.TableName() + "#by_status#gsi"
-	opts := func(o *BackfillOptions) { o.PageSize, o.Checkpoint = 10, cps }
+	opts := func(o *migrate.BackfillOptions) { o.PageSize, o.Checkpoint = 10, cps }
 
 	st, err := bfKill(t, tb, c, "by_status", 1, opts)
 	require.ErrorIs(t, err, context.Canceled)
@@ -1018,41 +1016,41 @@ func TestBackfillResumesFromCheckpoint(t *testing.T) {
 	saved, err := cps.Load(t.Context(), key)
 	require.NoError(t, err)
 	require.Len(t, saved, 1)
-	require.False(t, saved[BackfillSegment{0, 1}].Done)
+	require.False(t, saved[migrate.Segment{0, 1}].Done)
 
-	st, err = tb.Backfill(t.Context(), c, "by_status", opts)
+	st, err = migrate.Backfill(t.Context(), tb, c, "by_status", opts)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Resumed)
 	require.Equal(t, 40, st.Scanned)
-	diff, examples := bfSame(byID(want), bfByID(t, c, tb.TableName()))
+	diff, examples := bfSame(bfImagesByID(want), bfByID(t, c, tb.TableName()))
 	require.Zero(t, diff, "%v", examples)
 
-	st, err = tb.Backfill(t.Context(), c, "by_status", opts)
+	st, err = migrate.Backfill(t.Context(), tb, c, "by_status", opts)
 	require.NoError(t, err)
-	require.Equal(t, BackfillStats{AlreadyDone: 1}, st)
+	require.Equal(t, migrate.BackfillStats{AlreadyDone: 1}, st)
 
-	st, err = tb.Backfill(t.Context(), c, "by_status", opts, func(o *BackfillOptions) { o.Workers = 2 })
+	st, err = migrate.Backfill(t.Context(), tb, c, "by_status", opts, func(o *migrate.BackfillOptions) { o.Workers = 2 })
 	require.NoError(t, err)
 	require.Equal(t, 50, st.Scanned, "another split starts over")
 	require.Zero(t, st.Written)
 	require.Equal(t, []int32{1}, st.OtherTotals, "and says which split saved the positions it did not use")
-	st, err = tb.Backfill(t.Context(), c, "by_status", opts, func(o *BackfillOptions) { o.Workers = 3 })
+	st, err = migrate.Backfill(t.Context(), tb, c, "by_status", opts, func(o *migrate.BackfillOptions) { o.Workers = 3 })
 	require.NoError(t, err)
 	require.Equal(t, []int32{1, 2}, st.OtherTotals)
 
 	require.NoError(t, cps.Clear(t.Context(), key))
-	broken := failingCheckpoints{cps}
-	st, err = tb.Backfill(t.Context(), c, "by_status", func(o *BackfillOptions) { o.PageSize, o.Checkpoint = 10, broken })
-	var ce *CallError
+	broken := bfFailingCheckpoints{cps}
+	st, err = migrate.Backfill(t.Context(), tb, c, "by_status", func(o *migrate.BackfillOptions) { o.PageSize, o.Checkpoint = 10, broken })
+	var ce *ddbindex.CallError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "SaveBackfillCheckpoint", ce.Op)
 	require.Equal(t, 10, st.Scanned, "stopped after the page it could not checkpoint")
 }
 
-// failingCheckpoints loads from its store and fails every save.
-type failingCheckpoints struct{ *MemoryBackfillCheckpoints }
+// bfFailingCheckpoints loads from its store and fails every save.
+type bfFailingCheckpoints struct{ *migrate.MemoryCheckpoints }
 
-func (failingCheckpoints) Save(context.Context, string, BackfillSegment, map[string]types.AttributeValue) error {
+func (bfFailingCheckpoints) Save(context.Context, string, migrate.Segment, map[string]types.AttributeValue) error {
 	return errors.New("checkpoint store unavailable")
 }
 
@@ -1061,25 +1059,26 @@ func (failingCheckpoints) Save(context.Context, string, BackfillSegment, map[str
 // refuses a malformed item.
 func TestBackfillCheckpointStores(t *testing.T) {
 	t.Parallel()
-	tb, c := newTestTable[bfTable](t, func(o *Options) { o.ControlTable = ddbtest.Name(t, "control") })
+	control := ddbtest.Name(t, "control")
+	tb, c := bfNewTable[bfTable](t, func(o *ddbindex.Options) { o.ControlTable = control })
 	ddbtest.CreateTable(t, c, tb.ControlTableInput())
-	ddb := &DynamoDBBackfillCheckpoints{Client: c, Table: tb.opts.ControlTable}
+	ddb := &migrate.DynamoDBCheckpoints{Client: c, Table: control}
 	ctx := t.Context()
-	lek := map[string]types.AttributeValue{"id": avS("t00042"), "n": avN("7")}
+	lek := map[string]types.AttributeValue{"id": bfAvS("t00042"), "n": bfAvN("7")}
 	for name, s := range map[string]interface {
-		BackfillCheckpoints
+		migrate.Checkpoints
 		Clear(context.Context, string) error
-	}{"memory": &MemoryBackfillCheckpoints{}, "dynamodb": ddb} {
+	}{"memory": &migrate.MemoryCheckpoints{}, "dynamodb": ddb} {
 		got, err := s.Load(ctx, "k1")
 		require.NoError(t, err, name)
 		require.Empty(t, got, name)
-		require.NoError(t, s.Save(ctx, "k1", BackfillSegment{0, 4}, lek))
-		require.NoError(t, s.Save(ctx, "k1", BackfillSegment{1, 4}, nil))
-		require.NoError(t, s.Save(ctx, "k1", BackfillSegment{0, 1}, lek))
-		require.NoError(t, s.Save(ctx, "k2", BackfillSegment{0, 1}, nil))
+		require.NoError(t, s.Save(ctx, "k1", migrate.Segment{0, 4}, lek))
+		require.NoError(t, s.Save(ctx, "k1", migrate.Segment{1, 4}, nil))
+		require.NoError(t, s.Save(ctx, "k1", migrate.Segment{0, 1}, lek))
+		require.NoError(t, s.Save(ctx, "k2", migrate.Segment{0, 1}, nil))
 		got, err = s.Load(ctx, "k1")
 		require.NoError(t, err)
-		require.Equal(t, map[BackfillSegment]BackfillCheckpoint{
+		require.Equal(t, map[migrate.Segment]migrate.Checkpoint{
 			{0, 4}: {LastEvaluatedKey: lek}, {1, 4}: {Done: true}, {0, 1}: {LastEvaluatedKey: lek},
 		}, got, name)
 		require.NoError(t, s.Clear(ctx, "k1"))
@@ -1088,20 +1087,20 @@ func TestBackfillCheckpointStores(t *testing.T) {
 		require.Empty(t, got, name)
 		got, err = s.Load(ctx, "k2")
 		require.NoError(t, err)
-		require.Equal(t, map[BackfillSegment]BackfillCheckpoint{{0, 1}: {Done: true}}, got, name)
+		require.Equal(t, map[migrate.Segment]migrate.Checkpoint{{0, 1}: {Done: true}}, got, name)
 	}
 	for _, bad := range []map[string]types.AttributeValue{
-		{"sk": avS("1/0"), "done": &types.AttributeValueMemberBOOL{Value: true}},
-		{"sk": avS("3/2"), "done": &types.AttributeValueMemberBOOL{Value: true}},
-		{"sk": avS("0/2")},
-		{"sk": avS("0/2"), "done": &types.AttributeValueMemberBOOL{Value: false}},
-		{"sk": avS("0/2"), "done": &types.AttributeValueMemberBOOL{Value: false}, "lek": avS("x")},
+		{"sk": bfAvS("1/0"), "done": &types.AttributeValueMemberBOOL{Value: true}},
+		{"sk": bfAvS("3/2"), "done": &types.AttributeValueMemberBOOL{Value: true}},
+		{"sk": bfAvS("0/2")},
+		{"sk": bfAvS("0/2"), "done": &types.AttributeValueMemberBOOL{Value: false}},
+		{"sk": bfAvS("0/2"), "done": &types.AttributeValueMemberBOOL{Value: false}, "lek": bfAvS("x")},
 	} {
-		bad["pk"] = avS(backfillPrefix + "bad")
+		bad["pk"] = bfAvS("backfill#bad") // the partition of the backfill key "bad"
 		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(ddb.Table), Item: bad})
 		require.NoError(t, err)
 		_, err = ddb.Load(ctx, "bad")
-		require.ErrorIs(t, err, ErrMalformedItem, "%v", itemString(bad))
+		require.ErrorIs(t, err, ddbindex.ErrMalformedItem, "%v", bfItemString(bad))
 		_, err = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(ddb.Table), Key: map[string]types.AttributeValue{"pk": bad["pk"], "sk": bad["sk"]}})
 		require.NoError(t, err)
 	}
@@ -1114,16 +1113,16 @@ func TestBackfillProcessesSplitSegments(t *testing.T) {
 	items := bfItems(120)
 	start, want := bfImages(t, items)
 	tb, c, _ := bfSetup[bfTableKeepGSI](t, start)
-	var total BackfillStats
+	var total migrate.BackfillStats
 	for _, first := range []int32{0, 3} {
-		st, err := tb.Backfill(t.Context(), c, "by_status", func(o *BackfillOptions) {
+		st, err := migrate.Backfill(t.Context(), tb, c, "by_status", func(o *migrate.BackfillOptions) {
 			o.Segment, o.TotalSegments, o.Workers, o.PageSize = first, 6, 3, 7
 		})
 		require.NoError(t, err)
-		total.add(st)
+		bfAdd(&total, st)
 	}
 	require.Equal(t, bfCounts(items), total)
-	diff, examples := bfSame(byID(want), bfByID(t, c, tb.TableName()))
+	diff, examples := bfSame(bfImagesByID(want), bfByID(t, c, tb.TableName()))
 	require.Zero(t, diff, "%v", examples)
 }
 
@@ -1138,25 +1137,25 @@ func TestBackfillGSIUnderFaults(t *testing.T) {
 	for i, fc := range ddbtest.FaultCases {
 		t.Run(fc.Name, func(t *testing.T) {
 			t.Parallel()
-			tb, c, _ := bfSetup[bfTableKeepGSI](t, start)
+			tb, c, cps0 := bfSetup[bfTableKeepGSI](t, start)
 			db, _, ft := ddbtest.Faulty(t, faults.Random(fc.Rate, uint64(900+i), nil), fc.Retryer)
-			ftb, err := New[bfTableKeepGSI](db, func(o *Options) { o.TableName = tb.opts.TableName })
+			ftb, err := ddbindex.New[bfTableKeepGSI](db, bfNames(cps0))
 			require.NoError(t, err)
-			cps := &DynamoDBBackfillCheckpoints{Client: db, Table: tb.opts.ControlTable}
+			cps := &migrate.DynamoDBCheckpoints{Client: db, Table: cps0.Table}
 			var log ddbtest.RetryLog
-			st, err := ftb.Backfill(t.Context(), db, "by_status", func(o *BackfillOptions) {
+			st, err := migrate.Backfill(t.Context(), ftb, db, "by_status", func(o *migrate.BackfillOptions) {
 				o.Workers, o.PageSize, o.Checkpoint = 3, 20, cps
-				o.Retry = RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}
+				o.Retry = ddbindex.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, OnRetry: log.OnRetry}
 			})
 			require.NoError(t, err)
 			retries, quota := log.Counts()
 			t.Logf("%s: %+v; injected %s; library retries %d (%d after the SDK's quota ran out)", fc.Name, st, ft.Summary(), retries, quota)
 			require.Positive(t, ft.Injected())
 			require.Equal(t, bfCounts(items), st, "an update whose answer was lost is written again on its retry, not skipped")
-			diff, examples := bfSame(byID(want), bfByID(t, c, tb.TableName()))
+			diff, examples := bfSame(bfImagesByID(want), bfByID(t, c, tb.TableName()))
 			require.Zero(t, diff, "%v", examples)
 			// Read them back through a client without faults.
-			saved, err := (&DynamoDBBackfillCheckpoints{Client: c, Table: cps.Table}).Load(t.Context(), tb.TableName()+"#by_status#gsi")
+			saved, err := (&migrate.DynamoDBCheckpoints{Client: c, Table: cps.Table}).Load(t.Context(), tb.TableName()+"#by_status#gsi")
 			require.NoError(t, err)
 			require.Len(t, saved, 3)
 			for seg, cp := range saved {

@@ -1,4 +1,4 @@
-package ddbindex
+package migrate_test
 
 import (
 	"sync"
@@ -8,6 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
 )
 
 // TestBackfillGSIItemCreatedAgain: between the scan and the backfill's
@@ -19,7 +22,7 @@ import (
 func TestBackfillGSIItemCreatedAgain(t *testing.T) {
 	t.Parallel()
 	open, shipped := "open", "shipped"
-	step3, err := New[bfVerTable](nil)
+	step3, err := ddbindex.New[bfVerTable](nil)
 	require.NoError(t, err)
 	img, err := step3.Marshal(bfVerTable{ID: "x", Team: "A", Status: &open, Created: 1, Ver: 1})
 	require.NoError(t, err)
@@ -29,18 +32,18 @@ func TestBackfillGSIItemCreatedAgain(t *testing.T) {
 	var hookErr error
 	hook := func() { // on a backfill worker's goroutine
 		_, hookErr = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()),
-			Key: map[string]types.AttributeValue{"id": avS("x")}})
+			Key: map[string]types.AttributeValue{"id": bfAvS("x")}})
 		if hookErr == nil {
 			again, hookErr = tb.Put(ctx, again)
 		}
 	}
-	st, err := tb.Backfill(ctx, hookScan{c, new(sync.Once), hook}, "by_status")
+	st, err := migrate.Backfill(ctx, tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
 	require.NoError(t, err)
 	require.NoError(t, hookErr)
 	got := bfByID(t, c, tb.TableName())["x"]
 	want, err := tb.Marshal(again)
 	require.NoError(t, err)
 	require.Equal(t, "1", got["ver"].(*types.AttributeValueMemberN).Value, "the item created again")
-	require.True(t, sameItem(want, got), "the item created again keeps its own derived keys: want %s, got %s", itemString(want), itemString(got))
-	require.Equal(t, BackfillStats{Scanned: 1, Skipped: 1}, st)
+	require.True(t, bfSameItem(want, got), "the item created again keeps its own derived keys: want %s, got %s", bfItemString(want), bfItemString(got))
+	require.Equal(t, migrate.BackfillStats{Scanned: 1, Skipped: 1}, st)
 }
