@@ -189,4 +189,3 @@ func TestBackfillThenCompare(t *testing.T) {
 type typesAV = types.AttributeValue
 
 func avS(s string) typesAV { return &types.AttributeValueMemberS{Value: s} }
-func avN(s string) typesAV { return &types.AttributeValueMemberN{Value: s} }
