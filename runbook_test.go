@@ -45,7 +45,8 @@ import (
 //     same request as its base item, so its reads are never behind.
 //
 // From the step where the new form is backfilled, every instance shadows
-// every page on the other form. Shadow comparisons made after a round (both
+// every page it reads routed (not those it reads through a form of its
+// choice) on the other form. Shadow comparisons made after a round (both
 // forms exact) must find no mismatch; those made during a round, while the
 // index table lags behind the stream, are counted.
 
