@@ -315,18 +315,11 @@ func (a *opAttrs) extra(kv ...attribute.KeyValue) []metric.AddOption {
 }
 
 // target returns the target of layout d (the undeclared one for nil).
+// Reads only ever read the layouts of the schema: the base table and each
+// form of each index.
 func (tel *telemetry) target(d *layout) *target {
 	if tg := tel.targets[d]; tg != nil {
 		return tg
-	}
-	if d != nil && d.name != "" {
-		// A layout made on the fly (Compare's alternate): its logical index
-		// and form.
-		for l, tg := range tel.targets {
-			if l.name == d.name && l.kind == d.kind {
-				return tg
-			}
-		}
 	}
 	return tel.undeclared
 }
