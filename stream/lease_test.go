@@ -368,23 +368,19 @@ func TestConsumerRunReleasesLeases(t *testing.T) {
 	cp := newControlTable(t, "tickets")
 	cp.Client = lsNoAbort{cp.Client} // the cancellation cuts off no request
 	clock := newTestClock()
-	a := lsConsumer(tb, fs, cp, "A", true, clock, func(o *ConsumerOptions) { o.PollInterval = 10 * time.Millisecond })
+	// Checkpoints through a signal, leases in cp itself.
+	sig := newSignalCheckpoints(cp, func(shard, _ string) bool { return shard == "s0" })
+	a := NewConsumer(tb, fs, sig, func(o *ConsumerOptions) {
+		o.Retry, o.LeaseOwner, o.Now, o.Leases, o.PollInterval = fast, "A", clock.Now, cp, 10*time.Millisecond
+	})
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for checkpointOf(t, cp, "s0") == "" {
-		require.True(t, time.Now().Before(deadline), "Run did not apply the record")
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitApplied(t, sig.reached, done, "the record")
 	require.Equal(t, map[string][]string{"A": {"s0"}}, lsHeld(t, cp))
 	cancel()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return")
-	}
+	require.ErrorIs(t, awaitReturn(t, done), context.Canceled)
 	all, err := cp.ListLeases(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []Lease{{ShardID: "s0"}}, all, "no lease held, no heartbeat")
