@@ -141,28 +141,17 @@ func TestStreamConsumerRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	cons := NewConsumer(tb, sc, &MemoryCheckpoints{}, with(ConsumerOptions{PollInterval: 20 * time.Millisecond}))
+	// The stream's one record is the put: its checkpoint says Run applied it.
+	cp := newSignalCheckpoints(&MemoryCheckpoints{}, func(string, string) bool { return true })
+	cons := NewConsumer(tb, sc, cp, with(ConsumerOptions{PollInterval: 20 * time.Millisecond}))
 	go func() { done <- cons.Run(ctx) }()
 
 	it, err := tb.Put(t.Context(), stTicket{Team: "T1", Status: "open", ID: "1", Created: stNow, Title: "run"})
 	require.NoError(t, err)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := indexItems(t, tb, "by_status", false, "T1")
-		if len(got) == 1 {
-			require.Equal(t, it, got[0])
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "Run did not apply the put")
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitApplied(t, cp.reached, done, "the put")
+	require.Equal(t, []stTicket{it}, indexItems(t, tb, "by_status", false, "T1"))
 	cancel()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+	require.ErrorIs(t, awaitReturn(t, done), context.Canceled)
 
 	// A pass that fails ends Run with that error.
 	bad := NewConsumer(tb, sc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/nope/stream/2026-01-01T00:00:00.000"}))

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -97,14 +98,19 @@ func TestDynamoDBCheckpointsNeverMoveBack(t *testing.T) {
 		seqs[i] = fmt.Sprint(rng.Uint64N(1000)) + strings.Repeat("7", rng.IntN(28))
 	}
 	var wg sync.WaitGroup
+	var errs [4]error // each writer's own, read once they are joined
 	for w := range 4 {
 		wg.Go(func() {
 			for i := w; i < len(seqs); i += 4 {
-				require.NoError(t, cp.SetCheckpoint(ctx, "s3", seqs[i]))
+				if err := cp.SetCheckpoint(ctx, "s3", seqs[i]); err != nil {
+					errs[w] = fmt.Errorf("checkpoint %s: %w", seqs[i], err)
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
+	require.NoError(t, errors.Join(errs[:]...))
 	want := slices.MaxFunc(seqs, compareSeq)
 	require.Equal(t, want, checkpointOf(t, cp, "s3"))
 

@@ -804,22 +804,6 @@ func TestConsumerRetriesTransientStreamErrors(t *testing.T) {
 	require.Equal(t, fs.seqs("s1")[6], checkpointOf(t, cp, "s1"))
 }
 
-// fsSignalCheckpoints closes reached when a shard's checkpoint becomes seq.
-type fsSignalCheckpoints struct {
-	MemoryCheckpoints
-	shard, seq string
-	once       sync.Once
-	reached    chan struct{}
-}
-
-func (f *fsSignalCheckpoints) SetCheckpoint(ctx context.Context, shard, seq string) error {
-	err := f.MemoryCheckpoints.SetCheckpoint(ctx, shard, seq)
-	if shard == f.shard && seq == f.seq {
-		f.once.Do(func() { close(f.reached) })
-	}
-	return err
-}
-
 // TestConsumerRunSurvivesTransientErrors: a pass that fails transiently
 // (here DescribeStream, throttled past the budget) does not end Run: it
 // reports the failure and polls again.
@@ -833,7 +817,8 @@ func TestConsumerRunSurvivesTransientErrors(t *testing.T) {
 	}
 	throttled := &streamtypes.LimitExceededException{Message: aws.String("Rate exceeded")}
 	fs.failNext("DescribeStream", throttled, throttled, throttled)
-	cp := &fsSignalCheckpoints{shard: "s1", seq: fs.seqs("s1")[2], reached: make(chan struct{})}
+	last := fs.seqs("s1")[2]
+	cp := newSignalCheckpoints(&MemoryCheckpoints{}, func(shard, seq string) bool { return shard == "s1" && seq == last })
 	var mu sync.Mutex
 	var polls []error
 	opts := ConsumerOptions{PollInterval: time.Millisecond, Retry: ddbindex.RetryOptions{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}}
@@ -848,13 +833,9 @@ func TestConsumerRunSurvivesTransientErrors(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- NewConsumer(tb, fs, cp, with(opts)).Run(ctx) }()
-	select {
-	case <-cp.reached:
-	case err := <-done:
-		t.Fatalf("Run returned before applying the records: %v", err)
-	}
+	awaitApplied(t, cp.reached, done, "the records")
 	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	require.ErrorIs(t, awaitReturn(t, done), context.Canceled)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, polls, 3, "three passes failed, and Run went on")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,6 +142,60 @@ var fast = ddbindex.RetryOptions{MaxAttempts: 4, BaseDelay: time.Millisecond, Ma
 // with returns an option function that sets a consumer's options to o.
 func with(o ConsumerOptions) func(*ConsumerOptions) {
 	return func(c *ConsumerOptions) { *c = o }
+}
+
+// hangGuard bounds a test's wait for something the code under test signals
+// (on a channel: tests never sleep to wait). It is far beyond any plausible
+// wait, on any machine: it only turns a hung test into a failure that says
+// what it waited for, before go test's -timeout ends the whole package.
+const hangGuard = 5 * time.Minute
+
+// signalCheckpoints passes calls on to Checkpoints, and closes reached once
+// a checkpoint that match accepts has been written: the moment a consumer
+// has applied the records up to it.
+type signalCheckpoints struct {
+	Checkpoints
+	match   func(shard, seq string) bool
+	once    sync.Once
+	reached chan struct{}
+}
+
+func newSignalCheckpoints(cp Checkpoints, match func(shard, seq string) bool) *signalCheckpoints {
+	return &signalCheckpoints{Checkpoints: cp, match: match, reached: make(chan struct{})}
+}
+
+func (s *signalCheckpoints) SetCheckpoint(ctx context.Context, shard, seq string) error {
+	err := s.Checkpoints.SetCheckpoint(ctx, shard, seq)
+	if err == nil && s.match(shard, seq) {
+		s.once.Do(func() { close(s.reached) })
+	}
+	return err
+}
+
+// awaitApplied waits until reached is closed, failing the test when Run
+// (whose result done carries) returns first, or after hangGuard.
+func awaitApplied(t *testing.T, reached <-chan struct{}, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case <-reached:
+	case err := <-done:
+		t.Fatalf("Run returned before it applied %s: %v", what, err)
+	case <-time.After(hangGuard):
+		t.Fatalf("Run did not apply %s within the hang guard (%v)", what, hangGuard)
+	}
+}
+
+// awaitReturn returns Run's result (done carries it) once its context has
+// ended, failing the test after hangGuard.
+func awaitReturn(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(hangGuard):
+		t.Fatalf("Run did not return within the hang guard (%v) after its context ended", hangGuard)
+		return nil
+	}
 }
 
 // stTicket has its status in the base sort key (so a status change is a

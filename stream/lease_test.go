@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -123,15 +124,19 @@ func TestConsumersShareShards(t *testing.T) {
 					n += added
 					perShard[s] += added
 				}
+				// Each goroutine writes only its own slots; the test reads
+				// them once both are joined.
 				var wg sync.WaitGroup
+				var errs [2]error
 				for i, c := range []*Consumer[stTicket]{a, b} {
 					wg.Go(func() {
 						st, err := c.Poll(ctx)
-						require.NoError(t, err)
 						addStats(&got[i], st)
+						errs[i] = err
 					})
 				}
 				wg.Wait()
+				require.NoError(t, errors.Join(errs[:]...), "round %d", round)
 			}
 			var want []ddbindex.Change
 			for _, s := range shards {
@@ -363,23 +368,19 @@ func TestConsumerRunReleasesLeases(t *testing.T) {
 	cp := newControlTable(t, "tickets")
 	cp.Client = lsNoAbort{cp.Client} // the cancellation cuts off no request
 	clock := newTestClock()
-	a := lsConsumer(tb, fs, cp, "A", true, clock, func(o *ConsumerOptions) { o.PollInterval = 10 * time.Millisecond })
+	// Checkpoints through a signal, leases in cp itself.
+	sig := newSignalCheckpoints(cp, func(shard, _ string) bool { return shard == "s0" })
+	a := NewConsumer(tb, fs, sig, func(o *ConsumerOptions) {
+		o.Retry, o.LeaseOwner, o.Now, o.Leases, o.PollInterval = fast, "A", clock.Now, cp, 10*time.Millisecond
+	})
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for checkpointOf(t, cp, "s0") == "" {
-		require.True(t, time.Now().Before(deadline), "Run did not apply the record")
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitApplied(t, sig.reached, done, "the record")
 	require.Equal(t, map[string][]string{"A": {"s0"}}, lsHeld(t, cp))
 	cancel()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return")
-	}
+	require.ErrorIs(t, awaitReturn(t, done), context.Canceled)
 	all, err := cp.ListLeases(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []Lease{{ShardID: "s0"}}, all, "no lease held, no heartbeat")
@@ -570,28 +571,39 @@ func TestConsumersShareRealStream(t *testing.T) {
 			t.Parallel()
 			fresh := stFresh(t, tb, fmt.Sprint("leases", leases))
 			cp := newControlTable(t, "tickets")
+			// reached: the shard's checkpoint is at its last record.
+			sig := newSignalCheckpoints(cp, func(_, seq string) bool { return seq == last })
 			clock := newTestClock()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			// Without leases each consumer is to apply every record: neither
+			// reads a page before both have opened the shard at its
+			// checkpoint (none yet), or one could start after the other's
+			// progress.
+			opened := &lsBarrier{left: 2, all: make(chan struct{})}
 			var got [2]ddbindex.ApplyStats
+			var errs [2]error // each goroutine writes its own slots, read once both are joined
 			var wg sync.WaitGroup
 			for i, owner := range []string{"A", "B"} {
-				c := lsConsumer(fresh, sc, cp, owner, leases, clock)
+				var api StreamsAPI = sc
+				var ls Leases
+				if leases {
+					ls = cp
+				} else {
+					api = &lsBarrierStreams{StreamsAPI: sc, b: opened}
+				}
+				c := NewConsumer(fresh, api, sig, func(o *ConsumerOptions) {
+					o.Retry, o.LeaseOwner, o.Now, o.Leases = fast, owner, clock.Now, ls
+				})
 				wg.Go(func() {
-					// Until the shard's checkpoint is at its last record
-					// (the other consumer may be the one reading it).
-					deadline := time.Now().Add(2 * time.Minute)
-					for time.Now().Before(deadline) {
-						st, err := c.Poll(t.Context())
-						require.NoError(t, err)
-						addStats(&got[i], st)
-						if checkpointOf(t, cp, shardOf(t, cp)) == last {
-							return
-						}
-						time.Sleep(5 * time.Millisecond)
+					if errs[i] = lsReadToEnd(ctx, c, ls, owner, n, &got[i], sig.reached); errs[i] != nil {
+						cancel() // the other one may wait for this one
 					}
-					t.Error("the consumers did not reach the stream's end")
 				})
 			}
 			wg.Wait()
+			require.NoError(t, errors.Join(errs[:]...))
+			require.Equal(t, last, checkpointOf(t, cp, lsOnlyShard(t, cp)), "checkpointed to the end")
 			require.Equal(t, want, snapshot(t, fresh), "exactly the ground truth")
 			total := got[0].Changes + got[1].Changes
 			t.Logf("leases=%v: %d records; A applied %d, B %d: %d duplicate applies", leases, n, got[0].Changes, got[1].Changes, total-n)
@@ -604,16 +616,97 @@ func TestConsumersShareRealStream(t *testing.T) {
 	}
 }
 
-// shardOf returns the one shard of the store with a checkpoint or lease
-// ("" before there is one).
-func shardOf(t *testing.T, cp *DynamoDBCheckpoints) string {
+// lsMaxPasses bounds lsReadToEnd's passes: far more than reading a local
+// server's stream of a few hundred records takes.
+const lsMaxPasses = 100
+
+// lsReadToEnd polls c, one of two consumers of the real stream's one shard,
+// until it has done its part: without leases (ls nil), until it has applied
+// every one of the n records itself; with them, until the shard's
+// checkpoint is at its last record (reached is closed). A consumer that
+// does not hold the lease after a pass waits for that without polling: the
+// other one holds it and keeps it (the test clock does not move, so its
+// lease never runs out, and one shard is nobody's excess).
+func lsReadToEnd(ctx context.Context, c *Consumer[stTicket], ls Leases, owner string, n int, got *ddbindex.ApplyStats, reached <-chan struct{}) error {
+	for pass := 1; pass <= lsMaxPasses; pass++ {
+		st, err := c.Poll(ctx)
+		addStats(got, st)
+		if err != nil {
+			return fmt.Errorf("%s, pass %d: %w", owner, pass, err)
+		}
+		if ls == nil {
+			if got.Changes >= n {
+				return nil
+			}
+			continue
+		}
+		select {
+		case <-reached:
+			return nil
+		default:
+		}
+		all, err := ls.ListLeases(ctx)
+		if err != nil {
+			return fmt.Errorf("%s, pass %d: %w", owner, pass, err)
+		}
+		if !slices.ContainsFunc(all, func(l Lease) bool { return l.ShardID != "" && l.Owner == owner }) {
+			select {
+			case <-reached:
+				return nil
+			case <-ctx.Done():
+				return fmt.Errorf("%s, waiting for the other consumer: %w", owner, ctx.Err())
+			case <-time.After(hangGuard):
+				return fmt.Errorf("%s: the other consumer did not read the shard to its end within the hang guard (%v)", owner, hangGuard)
+			}
+		}
+	}
+	return fmt.Errorf("%s: the stream's end not reached in %d passes", owner, lsMaxPasses)
+}
+
+// lsBarrier is closed (all) once left consumers have arrived.
+type lsBarrier struct {
+	mu   sync.Mutex
+	left int
+	all  chan struct{}
+}
+
+func (b *lsBarrier) arrive() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left--; b.left == 0 {
+		close(b.all)
+	}
+}
+
+// lsBarrierStreams holds a consumer's GetRecords calls until every consumer
+// sharing the barrier has come to its first one (or ctx ends).
+type lsBarrierStreams struct {
+	StreamsAPI
+	once sync.Once
+	b    *lsBarrier
+}
+
+func (h *lsBarrierStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, o ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	h.once.Do(h.b.arrive)
+	select {
+	case <-h.b.all:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return h.StreamsAPI.GetRecords(ctx, in, o...)
+}
+
+// lsOnlyShard returns the one shard of the store with a checkpoint or lease.
+func lsOnlyShard(t *testing.T, cp *DynamoDBCheckpoints) string {
 	t.Helper()
 	all, err := cp.ListLeases(t.Context())
 	require.NoError(t, err)
+	var shards []string
 	for _, l := range all {
 		if l.ShardID != "" {
-			return l.ShardID
+			shards = append(shards, l.ShardID)
 		}
 	}
-	return ""
+	require.Len(t, shards, 1, "one shard")
+	return shards[0]
 }
