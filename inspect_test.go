@@ -185,7 +185,7 @@ func TestRoutes(t *testing.T) {
 	control := ddbtest.Name(t, "control")
 	tb, err := New[inspectDoc](c, func(o *Options) { o.ControlTable = control })
 	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, tb.ControlTableInput())
+	ddbtest.CreateTable(t, c, controlInput(tb))
 	ctx := t.Context()
 
 	routes, err := tb.Routes(ctx)
@@ -210,7 +210,7 @@ func TestRoutes(t *testing.T) {
 	_, err = none.Routes(ctx)
 	require.ErrorIs(t, err, ErrInvalidQuery)
 
-	missing, err := New[inspectDoc](c, func(o *Options) { o.ControlTable = aws.ToString(tb.ControlTableInput().TableName) + "-gone" })
+	missing, err := New[inspectDoc](c, func(o *Options) { o.ControlTable = aws.ToString(controlInput(tb).TableName) + "-gone" })
 	require.NoError(t, err)
 	_, err = missing.Routes(ctx)
 	var ce *CallError

@@ -187,27 +187,6 @@ const (
 	defaultRoute = 30 * time.Second
 )
 
-// ControlTableInput returns the CreateTable input of the control table that
-// Options.ControlTable names (nil when it names none): one small
-// on-demand table, shared by every model of a service.
-func (t *Table[T]) ControlTableInput() *dynamodb.CreateTableInput {
-	if t.opts.ControlTable == "" {
-		return nil
-	}
-	return &dynamodb.CreateTableInput{
-		TableName: aws.String(t.opts.ControlTable),
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(controlPK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(controlSK), KeyType: types.KeyTypeRange},
-		},
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(controlPK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(controlSK), AttributeType: types.ScalarAttributeTypeS},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	}
-}
-
 // routeTable is a Table's copy of the control table's routes.
 type routeTable struct {
 	mu         sync.Mutex

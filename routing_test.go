@@ -56,7 +56,7 @@ func TestRoutingMalformedControlItems(t *testing.T) {
 	control := ddbtest.Name(t, "control")
 	f := newKPFleet(t, func(o *Options) { o.ControlTable = control })
 	ddbtest.DeleteOnCleanup(t, f.c, control)
-	ddbtest.CreateTable(t, f.c, f.s1.ControlTableInput())
+	ddbtest.CreateTable(t, f.c, controlInput(f.s1))
 
 	h := oteltest.New(t)
 	var clock chanClock

@@ -41,15 +41,6 @@ type Client interface {
 	WriteAPI
 }
 
-// SchemaAPI is the part of the DynamoDB client that [CreateTables] and
-// [CheckSchema] need. *dynamodb.Client implements it.
-type SchemaAPI interface {
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
-}
-
 // Options configure a [Table]. The zero value of each field means its
 // default.
 type Options struct {
@@ -221,8 +212,8 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 // only reads: its client needs the read methods alone ([ReadAPI]). Get,
 // BatchGet, queries, Explain and Compare work as on a table made by [New];
 // Put, Delete, Move, Update, Apply and migrate.Backfill fail before any request with
-// an error matching [ErrUnsupported]. CreateTables and CheckSchema take
-// their own client, and work on either kind of table.
+// an error matching [ErrUnsupported]. Package schema's CreateTables, Check
+// and Prepare take their own client, and work on either kind of table.
 func NewReadOnly[T any](client ReadAPI, optFns ...func(*Options)) (*Table[T], error) {
 	return newTable[T](readOnlyClient{client}, true, optFns)
 }
