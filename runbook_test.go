@@ -253,8 +253,8 @@ func newRBFleet(t *testing.T) *rbFleet {
 }
 
 // rbOpen makes a Table of declaration T with the fleet's options, shadowing
-// every page once shadow reads are on: an instance's, the operator's (Prepare,
-// Backfill, CheckSchema) or the stream upkeep's.
+// every page once shadow reads are on: an instance's, the operator's
+// (schema.Prepare, Backfill, schema.Check) or the stream upkeep's.
 func rbOpen[T any](f *rbFleet) *ddbindex.Table[T] {
 	f.t.Helper()
 	optFns := []func(*ddbindex.Options){f.opts}

@@ -113,8 +113,8 @@ type Options struct {
 	// when it answers ok=false, the routes decide.
 	RouteFunc func(index, pk string) (form Kind, ok bool)
 	// ControlTable names the table that holds the fleet's routes
-	// ([Table.SetRoute] writes them; see [Table.ControlTableInput]). Empty:
-	// no fleet-wide routing.
+	// ([Table.SetRoute] writes them; package schema's Prepare creates it,
+	// and ControlTableInput describes it). Empty: no fleet-wide routing.
 	ControlTable string
 	// RouteRefresh is how often the routes are re-read from the control
 	// table, in the background. Default 30 seconds. A read that fails keeps
@@ -186,9 +186,9 @@ func (o *Options) signingKey() []byte {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	// client sends every request but those of CreateTables and CheckSchema,
-	// and package migrate's Backfill's Scans, which go to the client they
-	// are given (calls.go).
+	// client sends every request but those of package schema (which
+	// describes the tables through spec.go) and package migrate's
+	// Backfill's Scans, which go to the client they are given (calls.go).
 	client   calls
 	readOnly bool // made by NewReadOnly: its client refuses writes
 	s        *schema

@@ -330,7 +330,7 @@ func TestPrepareRefusesStreamAndTTLOfAnotherKind(t *testing.T) {
 }
 
 // With nothing there, Prepare creates the base table with both forms of the
-// index and the control table of the routes; CheckSchema then passes, and
+// index and the control table of the routes; Check then passes, and
 // SetRoute and RefreshRoutes use the control table.
 func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 	t.Parallel()

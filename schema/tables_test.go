@@ -163,8 +163,8 @@ func scNewTable[T any](t *testing.T, optFns ...func(*ddbindex.Options)) (*ddbind
 	return scOpen[T](t, c, scNaming(t), optFns...), c
 }
 
-// scProblems runs CheckSchema, which must fail with a *schema.Error, and
-// returns its problems.
+// scProblems takes what Check returned, which must be a *schema.Error,
+// and returns its problems.
 func scProblems(t *testing.T, err error) []string {
 	t.Helper()
 	require.Error(t, err)
@@ -271,7 +271,7 @@ func TestSchemaCreateTablesWithoutIndexTable(t *testing.T) {
 	}
 }
 
-// scWide declares one of each thing CheckSchema compares, to be created by
+// scWide declares one of each thing Check compares, to be created by
 // hand with a mistake in each.
 type scWide struct {
 	_       ddbindex.TableSpec `ddbindex:"sc_wide"`
@@ -557,7 +557,7 @@ func (f *scGSIStatus) DescribeTable(ctx context.Context, in *dynamodb.DescribeTa
 }
 
 // TestSchemaStreamTTLAndGSIStatus: CreateTables enables TTL on a softdelete
-// model's base table too, and CheckSchema reports what the tombstones and
+// model's base table too, and Check reports what the tombstones and
 // the stream consumer rely on: TTL on the base table, a NEW_AND_OLD_IMAGES
 // stream, and GSIs that are ACTIVE.
 func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
