@@ -157,7 +157,9 @@ func ControlTableInput[T any](t *ddbindex.Table[T]) *dynamodb.CreateTableInput {
 }
 
 // tablesOf describes t's tables, or returns an error of op's arguments
-// matching sentinel.
+// matching sentinel. The description is the core's (spec.go in package
+// ddbindex, which alone knows each index's physical layout), reached through
+// internal/bridge without the root exporting anything for it.
 func tablesOf[T any](t *ddbindex.Table[T], sentinel error, op string) (*spec.Tables, error) {
 	if t == nil {
 		return nil, invalid(sentinel, op, "no table (a nil *ddbindex.Table)")
