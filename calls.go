@@ -12,16 +12,16 @@ import (
 // This file holds the wrappers through which a failed call to DynamoDB becomes
 // a *CallError (ErrDynamoDB, made by callErr in errors.go): every request the
 // package sends goes through one of them, which pass the SDK's per-call
-// options on. Two failures that no single answer reports are wrapped where
-// they are found: BatchGet's keys still unprocessed after its retries
-// (get.go), and CreateTables' wait that times out (tables.go). A Table holds
-// its client as calls (a read-only table's too: NewReadOnly's client is a
-// Client whose writes fail without a request); CreateTables,
-// CheckSchema and Prepare wrap the client they are given. (The stream
-// package's consumer wraps its DynamoDB Streams client and checkpoint store
-// the same way, in stream/calls.go, and package migrate's Backfill its Scan
-// client and checkpoint store, in migrate/backfill_calls.go; the writes of
-// both go through the Table, whose client is wrapped here.)
+// options on. One failure that no single answer reports is wrapped where it
+// is found: BatchGet's keys still unprocessed after its retries (get.go).
+// A Table holds its client as calls (a read-only table's too:
+// NewReadOnly's client is a Client whose writes fail without a request).
+// (The stream package's consumer wraps its DynamoDB Streams client and
+// checkpoint store the same way, in stream/calls.go; package migrate's
+// Backfill its Scan client and checkpoint store, in
+// migrate/backfill_calls.go; and package schema the client its CreateTables,
+// Check and Prepare are given, in schema/calls.go. The writes of stream and
+// migrate go through the Table, whose client is wrapped here.)
 
 // calls is a Table's client, with every error wrapped.
 type calls struct{ c Client }
@@ -167,53 +167,10 @@ func transactTables(in *dynamodb.TransactWriteItemsInput) []string {
 	return names
 }
 
-// schemaCalls is the client CreateTables and CheckSchema are given, with
-// every error wrapped.
-type schemaCalls struct{ c SchemaAPI }
-
-func (w schemaCalls) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	out, err := w.c.CreateTable(ctx, in, optFns...)
-	return out, callErr("CreateTable", in.TableName, nil, err)
-}
-
-func (w schemaCalls) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	out, err := w.c.DescribeTable(ctx, in, optFns...)
-	return out, callErr("DescribeTable", in.TableName, nil, err)
-}
-
-func (w schemaCalls) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	out, err := w.c.UpdateTimeToLive(ctx, in, optFns...)
-	return out, callErr("UpdateTimeToLive", in.TableName, nil, err)
-}
-
-func (w schemaCalls) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	out, err := w.c.DescribeTimeToLive(ctx, in, optFns...)
-	return out, callErr("DescribeTimeToLive", in.TableName, nil, err)
-}
-
 // ScanAPI is the part of the DynamoDB client that scans a table: what
-// CheckSchema, given a client that can Scan as well, reads a sharded index's
-// entries with (package migrate's Backfill takes a client of the same
-// shape). *dynamodb.Client implements it.
+// schema.Check, given a client that can Scan as well, reads a sharded
+// index's entries with (package migrate's Backfill takes a client of the
+// same shape). *dynamodb.Client implements it.
 type ScanAPI interface {
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
-// scanCalls is a ScanAPI, with every error wrapped.
-type scanCalls struct{ c ScanAPI }
-
-func (w scanCalls) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	out, err := w.c.Scan(ctx, in, optFns...)
-	return out, callErr("Scan", in.TableName, in.IndexName, err)
-}
-
-// prepareCalls is the client Prepare is given, with every error wrapped.
-type prepareCalls struct {
-	schemaCalls
-	u PrepareAPI
-}
-
-func (w prepareCalls) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
-	out, err := w.u.UpdateTable(ctx, in, optFns...)
-	return out, callErr("UpdateTable", in.TableName, nil, err)
 }

@@ -43,9 +43,9 @@
 // Lambda events into Changes and reads a stream with checkpoints
 // (stream.Consumer). That package alone imports the DynamoDB Streams client
 // and aws-lambda-go, so a service that only reads does not.
-// [Table.CreateTables] and [Table.CheckSchema] create and verify the tables
-// from the declarations, and [Table.Prepare] brings existing tables to what
-// the declarations need. Package github.com/ddbindex/ddbindex/migrate's
+// Package github.com/ddbindex/ddbindex/schema creates the tables from the
+// declarations (CreateTables), verifies them (Check), and brings existing
+// tables to what the declarations need (Prepare). Package github.com/ddbindex/ddbindex/migrate's
 // Backfill fills the form of an index that a migration introduces from the
 // items already there (an index table's entries, or a GSI's derived key
 // attributes on the base items) in parallel segments, at a capped write
@@ -65,7 +65,7 @@
 // without them, pays nothing for either.
 //
 // Options come as functions that change an options struct ([New]'s
-// [Options], [CreateOptions]); every method that sends
+// [Options], schema.CreateOptions); every method that sends
 // requests also takes per-call SDK options (func(*dynamodb.Options)), last,
 // and applies them to each request it sends. A service that only reads
 // builds its table with [NewReadOnly] from a client with the read methods

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -90,11 +91,11 @@ func TestGSITableEquivalence(t *testing.T) {
 	require.Equal(t, gsi.TableName(), tbl.TableName(), "both models map to one base table")
 
 	// The base table with the GSI, and a stream for the index table.
-	baseIn := gsi.CreateTableInputs(false)[0]
+	baseIn := schema.CreateTableInputs(gsi, false)[0]
 	require.Len(t, baseIn.GlobalSecondaryIndexes, 1)
 	baseIn.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
 	ddbtest.CreateTable(t, c, baseIn)
-	idxIns := tbl.CreateTableInputs(false)[1:]
+	idxIns := schema.CreateTableInputs(tbl, false)[1:]
 	require.Len(t, idxIns, 1)
 	ddbtest.CreateTable(t, c, idxIns[0])
 

@@ -22,8 +22,9 @@ var (
 
 	// ErrInvalidQuery: a query cannot be translated: a condition on a
 	// component that does not exist, a value of the wrong type, begins_with on
-	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed
-	// (code DDBX-200). Raised before any request.
+	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed;
+	// schema.Check without a table, a client or an option function (code
+	// DDBX-200). Raised before any request.
 	ErrInvalidQuery = &codedError{"DDBX-200", "invalid query"}
 
 	// ErrInvalidKey: [EncodeKey], [KeyPrefix], [DecodeKey] or [SplitKey]
@@ -54,7 +55,9 @@ var (
 	ErrNotFound = &codedError{"DDBX-404", "item not found"}
 
 	// ErrSchemaMismatch: the live tables do not match the declarations
-	// (code DDBX-500). The error lists every mismatch.
+	// (code DDBX-500). The error is package schema's *schema.Error, which
+	// lists every mismatch (schema.Check), every gap schema.Prepare cannot
+	// close, or the step it could not finish.
 	ErrSchemaMismatch = &codedError{"DDBX-500", "live schema does not match the declarations"}
 
 	// ErrConflict: a conditional write lost: the item was changed, moved,
@@ -76,8 +79,9 @@ var (
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
 	// refuse, a Number DynamoDB would refuse anywhere in an item or an
-	// update's values, a malformed version, migrate.BackfillOptions out of range
-	// (code DDBX-603). Raised before any request.
+	// update's values, a malformed version, migrate.BackfillOptions out of range,
+	// schema.CreateTables or schema.Prepare without a table, a client or an
+	// option function (code DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as

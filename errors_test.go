@@ -29,7 +29,8 @@ import (
 // erSentinels is every sentinel of errors.go by name.
 // TestErrorSentinelsAllListed keeps it complete: a sentinel added to
 // errors.go without a case in TestErrorsMatchOneSentinel (or, for those of
-// erStreamSentinels, in package stream's) fails it.
+// erStreamSentinels and erSchemaSentinels, in package stream's and package
+// schema's) fails it.
 var erSentinels = map[string]error{
 	"ErrDeclaration":    ErrDeclaration,
 	"ErrInvalidQuery":   ErrInvalidQuery,
@@ -56,6 +57,14 @@ var erSentinels = map[string]error{
 // each happen through a real failing call, and TestErrorSentinelsAllListed
 // checks that its list, stStreamSentinels, is this one.
 var erStreamSentinels = []string{"ErrPoisonRecord", "ErrStreamGap", "ErrStreamRecord"}
+
+// erSchemaSentinels are the sentinels that only package schema returns (and
+// package stream, whose consumer reports a table without a stream as a
+// *schema.Error): package schema's TestErrorsMatchOneSentinel
+// (schema/errors_test.go) makes each happen through a real failing call,
+// and TestErrorSentinelsAllListed checks that its list, scSchemaSentinels,
+// is this one.
+var erSchemaSentinels = []string{"ErrSchemaMismatch"}
 
 // erMatched lists the names of the sentinels err matches, sorted.
 func erMatched(err error) []string {
@@ -237,13 +246,6 @@ func erCases() []erCase {
 			_, err := tb.Get(t.Context(), erItem{Team: "T", ID: "absent"})
 			return err
 		}},
-		{"CheckSchema of missing tables", "ErrSchemaMismatch", new(*SchemaError), func(t *testing.T) error {
-			c := ddbtest.Client(t)
-			prefix := ddbtest.Name(t, "")
-			tb, err := New[erItem](c, func(o *Options) { o.TableName = func(s string) string { return prefix + "-" + s } })
-			require.NoError(t, err)
-			return tb.CheckSchema(t.Context(), c)
-		}},
 		{"a Put that loses to another", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
 			tb, _ := newTestTable[erItem](t)
 			it := erItem{Team: "T", ID: "1", Rank: 1, Title: "a"}
@@ -296,7 +298,7 @@ func erCases() []erCase {
 			prefix := ddbtest.Name(t, "")
 			tb, err := New[wrMany](c, wrWriteThrough, func(o *Options) { o.TableName = func(s string) string { return prefix + "-" + s } })
 			require.NoError(t, err)
-			ddbtest.CreateTable(t, c, tb.CreateTableInputs(false)[0])
+			ddbtest.CreateTable(t, c, tableInputs(tb, false)[0])
 			old := wrMany{Team: "T", ID: "1", Rank: 1}
 			putBase(t, tb, old)
 			old.Rank = 2 // every entry moves: 50 puts, 50 tombstones, the base item
@@ -448,8 +450,8 @@ func erCases() []erCase {
 }
 
 // TestErrorsMatchOneSentinel makes every sentinel happen through a real
-// failing call (but those of erStreamSentinels: package stream has the same
-// test for them), and checks that the error matches that sentinel alone,
+// failing call (but those of erStreamSentinels and erSchemaSentinels:
+// packages stream and schema have the same test for them), and checks that the error matches that sentinel alone,
 // that Code gives its code, and that errors.As finds the error's type.
 func TestErrorsMatchOneSentinel(t *testing.T) {
 	t.Parallel()
@@ -473,8 +475,8 @@ func TestErrorsMatchOneSentinel(t *testing.T) {
 		})
 	}
 	for name := range erSentinels {
-		if slices.Contains(erStreamSentinels, name) {
-			require.False(t, covered[name], "erCases covers %s: take it out of erStreamSentinels", name)
+		if slices.Contains(erStreamSentinels, name) || slices.Contains(erSchemaSentinels, name) {
+			require.False(t, covered[name], "erCases covers %s: take it out of erStreamSentinels or erSchemaSentinels", name)
 			continue
 		}
 		require.True(t, covered[name], "no call in erCases fails with %s", name)
@@ -569,6 +571,8 @@ func TestErrorSentinelsAllListed(t *testing.T) {
 	require.Equal(t, declared, listed, "erSentinels must list every sentinel of errors.go")
 	require.Equal(t, erStreamSentinels, erStringList(t, filepath.Join("stream", "errors_test.go"), "stStreamSentinels"),
 		"package stream's test must cover the sentinels this package's leaves to it")
+	require.Equal(t, erSchemaSentinels, erStringList(t, filepath.Join("schema", "errors_test.go"), "scSchemaSentinels"),
+		"package schema's test must cover the sentinels this package's leaves to it")
 }
 
 // erStringList reads, from a Go file, the strings of the package-level

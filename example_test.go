@@ -22,6 +22,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -104,14 +105,14 @@ func exampleTicketsNamed(ctx context.Context) (*ddbindex.Table[Ticket], func(*dd
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) {
+	err = schema.CreateTables(ctx, tickets, client, func(o *schema.CreateOptions) {
 		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), true
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	cleanup := func() {
-		for _, in := range tickets.CreateTableInputs(false) {
+		for _, in := range schema.CreateTableInputs(tickets, false) {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
 	}
@@ -349,7 +350,7 @@ func ExampleTable_Update() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := cases.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = !ddbtest.Has(ddbtest.TTL) }); err != nil {
+	if err := schema.CreateTables(ctx, cases, client, func(o *schema.CreateOptions) { o.NoTTL = !ddbtest.Has(ddbtest.TTL) }); err != nil {
 		log.Fatal(err)
 	}
 	defer func() {
@@ -544,63 +545,6 @@ type CustomerOrderBefore struct {
 	State    string             `dynamodbav:"state"    ddbindex:"by_state.sk:0"`
 }
 
-// Order is a shop order; a GSI lists a customer's orders by the time they
-// were placed.
-type Order struct {
-	_ ddbindex.TableSpec `ddbindex:"example-orders"`
-	_ ddbindex.IndexSpec `ddbindex:"by_customer,type=gsi"`
-
-	ID       string    `dynamodbav:"id"       ddbindex:"pk"`
-	Customer string    `dynamodbav:"customer" ddbindex:"by_customer.pk"`
-	Placed   time.Time `dynamodbav:"placed"   ddbindex:"by_customer.sk"`
-}
-
-// Prepare creates what the declarations need and the account lacks (here
-// everything: the base table with its GSI, and the control table of the
-// routes), waits until it is active, and says what it did; CheckSchema then
-// passes, and a second call has nothing to do. On tables that exist, it adds
-// the missing GSIs and index tables, the stream and TTL.
-func ExampleTable_Prepare() {
-	ctx := context.Background()
-	client := ddbtest.NewClient()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "ex-" + hex.EncodeToString(b[:]) + "-"
-	orders, err := ddbindex.New[Order](client, func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return prefix + s }
-		o.ControlTable = prefix + "routes"
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer func() {
-		for _, name := range []string{orders.TableName(), prefix + "routes"} {
-			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
-		}
-	}()
-
-	report, err := orders.Prepare(ctx, client, func(o *ddbindex.PrepareOptions) {
-		o.WaitMinDelay = 10 * time.Millisecond // a local server is quick
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, step := range report.Steps {
-		fmt.Println(strings.ReplaceAll(step, prefix, ""))
-	}
-	fmt.Println("schema check:", orders.CheckSchema(ctx, client))
-	again, err := orders.Prepare(ctx, client)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("second call changed something:", again.Changed())
-	// Output:
-	// created table example-orders (GSI by_customer)
-	// created table routes
-	// schema check: <nil>
-	// second call changed something: false
-}
-
 // MigratingTicketBefore is a ticket at step 0 of the runbook: a GSI lists a
 // team's tickets by status.
 type MigratingTicketBefore struct {
@@ -622,7 +566,7 @@ type MigratingTicket struct {
 }
 
 // The README's runbook, GSI to index table, steps 1 and 2 on one instance:
-// Prepare creates the index table, its TTL, the base table's stream and the
+// schema.Prepare creates the index table, its TTL, the base table's stream and the
 // control table; the stream consumer keeps the table from then on; Backfill
 // writes the entries of the tickets written before; migrate.SetRoute sends
 // one team to the table, fleet-wide, through the control table that every
@@ -651,7 +595,7 @@ func Example_runbook() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := before.CreateTables(ctx, client); err != nil {
+	if err := schema.CreateTables(ctx, before, client); err != nil {
 		log.Fatal(err)
 	}
 	defer func() {
@@ -671,7 +615,7 @@ func Example_runbook() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	report, err := tickets.Prepare(ctx, client) // idempotent; report.Steps says what it changed
+	report, err := schema.Prepare(ctx, tickets, client) // idempotent; report.Steps says what it changed
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -735,7 +679,7 @@ func Example_runbook() {
 	// TEAM-9 reads the gsi
 }
 
-// The runbook the other way, index table to GSI, steps 1 and 2: Prepare adds
+// The runbook the other way, index table to GSI, steps 1 and 2: schema.Prepare adds
 // the GSI to the existing base table and waits until it is ACTIVE; Backfill
 // writes its derived key attributes onto the orders written before;
 // migrate.SetRoute sends one customer to the GSI.
@@ -761,7 +705,7 @@ func Example_runbookTableToGSI() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := before.CreateTables(ctx, client); err != nil {
+	if err := schema.CreateTables(ctx, before, client); err != nil {
 		log.Fatal(err)
 	}
 	defer func() {
@@ -792,7 +736,7 @@ func Example_runbookTableToGSI() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	report, err := orders.Prepare(ctx, client)
+	report, err := schema.Prepare(ctx, orders, client)
 	if err != nil {
 		log.Fatal(err)
 	}

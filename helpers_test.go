@@ -25,14 +25,48 @@ func newTestTable[T any](t testing.TB, optFns ...func(*Options)) (*Table[T], *dy
 	}}, optFns...)
 	tb, err := New[T](c, fns...)
 	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
-		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
-	}
-	err = tb.CreateTables(context.Background(), c, func(o *CreateOptions) {
-		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
-	})
-	require.NoError(t, err)
+	createTables(t, tb, c, ddbtest.Has(ddbtest.Streams), ddbtest.Has(ddbtest.TTL))
 	return tb, c
+}
+
+// The tests of this package cannot import package schema (it imports this
+// one), so they create their tables from the core's own description of
+// them (spec.go), through the DDL builder package schema uses
+// (internal/spec).
+
+// tableInputs returns the CreateTable requests of tb's base table and index
+// tables: schema.CreateTableInputs.
+func tableInputs[T any](tb *Table[T], stream bool) []*dynamodb.CreateTableInput {
+	return tb.spec().CreateTableInputs(stream)
+}
+
+// controlInput returns the CreateTable request of tb's control table (nil
+// when it names none): schema.ControlTableInput.
+func controlInput[T any](tb *Table[T]) *dynamodb.CreateTableInput {
+	return tb.spec().ControlTableInput()
+}
+
+// createTables does what schema.CreateTables does, for the tests: it
+// creates tb's base table (with a stream when stream is true and the model
+// has index tables) and index tables, waits until they are active, enables
+// TTL where tombstones rely on it when ttl is true, and deletes the tables
+// when the test ends.
+func createTables[T any](t testing.TB, tb *Table[T], c *dynamodb.Client, stream, ttl bool) {
+	t.Helper()
+	ts := tb.spec()
+	for _, in := range ts.CreateTableInputs(stream) {
+		ddbtest.CreateTable(t, c, in)
+	}
+	if !ttl {
+		return
+	}
+	for _, name := range ts.TTL {
+		_, err := c.UpdateTimeToLive(context.Background(), &dynamodb.UpdateTimeToLiveInput{
+			TableName:               aws.String(name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(ts.TTLAttr), Enabled: aws.Bool(true)},
+		})
+		require.NoError(t, err)
+	}
 }
 
 // putBase writes items to the base table as Marshal stores them (base item

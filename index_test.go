@@ -72,6 +72,43 @@ func ixLayoutText(l *layout) string {
 	return b.String()
 }
 
+// scTicket, scPlain and scSoft are the models of package schema's tests
+// (schema/tables_test.go), whose layouts TestLayoutAlternateIsTheTwin
+// checks too: a GSI with an INCLUDE projection and a derived sort key, a
+// keys-only LSI, an index table; a composite partition key; a softdelete
+// model.
+type scTicket struct {
+	_       TableSpec `ddbindex:"sc_tickets"`
+	_       IndexSpec `ddbindex:"by_status,type=gsi,name=sc-by-status,sk=GSI1SK,project=title|owner"`
+	_       IndexSpec `ddbindex:"by_created,type=lsi,name=sc-by-created,project=keys"`
+	_       IndexSpec `ddbindex:"by_status_created,type=gsi,name=sc-by-status-created"`
+	_       IndexSpec `ddbindex:"by_owner,type=table"`
+	Team    string    `dynamodbav:"team" ddbindex:"pk"`
+	ID      string    `dynamodbav:"id" ddbindex:"sk"`
+	Status  string    `dynamodbav:"status" ddbindex:"by_status.pk;by_status_created.pk"`
+	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:0;by_created.sk;by_status_created.sk;by_owner.sk:0"`
+	Owner   string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Title   string    `dynamodbav:"title"`
+	Body    string    `dynamodbav:"body"`
+}
+
+type scPlain struct {
+	_      TableSpec `ddbindex:"sc_plain,pk=PK"`
+	_      IndexSpec `ddbindex:"by_kind,type=gsi,project=keys"`
+	Team   string    `dynamodbav:"team" ddbindex:"pk:0"`
+	Number int64     `dynamodbav:"number" ddbindex:"pk:1,width=6"`
+	Kind   string    `dynamodbav:"kind" ddbindex:"by_kind.pk"`
+}
+
+type scSoft struct {
+	_     TableSpec `ddbindex:"sc_soft,softdelete"`
+	_     IndexSpec `ddbindex:"by_owner,type=gsi,name=sc-soft-by-owner"`
+	_     IndexSpec `ddbindex:"by_topic,type=table"`
+	ID    string    `dynamodbav:"id" ddbindex:"pk"`
+	Owner string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Topic string    `dynamodbav:"topic" ddbindex:"by_topic.pk"`
+}
+
 // TestLayoutAlternateIsTheTwin: for every test model and every index, the
 // alternate layout (what Explain and Compare read) is exactly the layout of
 // the twin declaration whose type= names the other kind, field for field; and

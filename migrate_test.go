@@ -39,7 +39,7 @@ func mgSetup(t *testing.T, n int) (*Table[mgPostGSI], *Table[mgPostTable], []mgP
 	gsi, c := newTestTable[mgPostGSI](t)
 	table, err := New[mgPostTable](c, func(o *Options) { o.TableName = gsi.opts.TableName })
 	require.NoError(t, err)
-	in := table.CreateTableInputs(false)[1]
+	in := tableInputs(table, false)[1]
 	ddbtest.CreateTable(t, c, in)
 	feed := "global"
 	var posts []mgPostGSI

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -83,7 +82,9 @@ func (c *otCounter) take() map[string]int {
 }
 
 // TestPerCallClientOptions: every method that sends requests applies the
-// caller's per-call SDK options to each request it sends: a client counts
+// caller's per-call SDK options to each request it sends (package schema's
+// CreateTables, Check and Prepare have the same test, in
+// schema/options_test.go): a client counts
 // every operation it sends (all), the options of one call count the
 // operations they reach (mine), and after each call the two agree.
 func TestPerCallClientOptions(t *testing.T) {
@@ -149,33 +150,11 @@ func TestPerCallClientOptions(t *testing.T) {
 		_, err = tb.Apply(ctx, []Change{{New: img, Version: "1"}}, opt)
 		require.NoError(t, err)
 	})
-	step("CheckSchema", []string{"DescribeTable"}, func(opt func(*dynamodb.Options)) {
-		err := tb.CheckSchema(ctx, client, opt)
-		if err != nil { // a server without streams or TTL
-			require.ErrorIs(t, err, ErrSchemaMismatch)
-		}
-	})
 	step("Delete", []string{"UpdateItem"}, func(opt func(*dynamodb.Options)) {
 		cur, err := tb.Get(ctx, it)
 		require.NoError(t, err)
 		all.take()
 		require.NoError(t, tb.Delete(ctx, cur, opt))
-	})
-
-	prefix := ddbtest.Name(t, "fresh")
-	fresh, err := New[wrTicket](client, func(o *Options) {
-		o.TableName = func(s string) string { return prefix + "-" + s }
-	})
-	require.NoError(t, err)
-	for _, in := range fresh.CreateTableInputs(false) {
-		ddbtest.DeleteOnCleanup(t, plain, aws.ToString(in.TableName))
-	}
-	step("CreateTables", []string{"CreateTable", "DescribeTable"}, func(opt func(*dynamodb.Options)) {
-		require.NoError(t, fresh.CreateTables(ctx, client, func(o *CreateOptions) {
-			o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
-			o.WaitMinDelay, o.WaitMaxDelay = 10*time.Millisecond, 50*time.Millisecond
-			o.ClientOptions = []func(*dynamodb.Options){opt}
-		}))
 	})
 
 	if ddbtest.Has(ddbtest.Transactions) {

@@ -15,15 +15,15 @@ import (
 )
 
 // The README's API reference names every exported identifier of the root
-// package and of packages stream, migrate and ops, and nothing else: a
-// type, function, constant or variable as `Name`, a method as
+// package and of packages stream, migrate, schema and ops, and nothing
+// else: a type, function, constant or variable as `Name`, a method as
 // `Type.Method` (those of the other packages with the prefix "stream.",
-// "migrate." or "ops."). The
+// "migrate.", "schema." or "ops."). The
 // methods every error type has (Error, Is, Unwrap, Code) and String are
 // left out.
 func TestREADMEAPIReference(t *testing.T) {
 	exported := map[string]bool{}
-	for _, pkg := range []struct{ dir, prefix string }{{".", ""}, {"stream", "stream."}, {"migrate", "migrate."}, {"ops", "ops."}} {
+	for _, pkg := range []struct{ dir, prefix string }{{".", ""}, {"stream", "stream."}, {"migrate", "migrate."}, {"schema", "schema."}, {"ops", "ops."}} {
 		for _, name := range exportedNames(t, pkg.dir) {
 			exported[pkg.prefix+name] = true
 		}
@@ -32,7 +32,7 @@ func TestREADMEAPIReference(t *testing.T) {
 	require.NoError(t, err)
 	section := apiSection(t, string(readme))
 	mentioned := map[string]bool{}
-	for _, m := range regexp.MustCompile("`((?:stream\\.|migrate\\.|ops\\.)?[A-Z][A-Za-z0-9_]*(?:\\.[A-Z][A-Za-z0-9_]*)?)").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("`((?:stream\\.|migrate\\.|schema\\.|ops\\.)?[A-Z][A-Za-z0-9_]*(?:\\.[A-Z][A-Za-z0-9_]*)?)").FindAllStringSubmatch(section, -1) {
 		mentioned[m[1]] = true
 	}
 	var missing, unknown []string

@@ -1,11 +1,5 @@
 package ddbindex
 
-import (
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-)
-
 // This file decides which form of an index serves a read, for an index that
 // keeps two forms during a migration (keep= in its IndexSpec). An index with
 // one form is always read in that form, and its reads ask nothing.
@@ -94,24 +88,3 @@ const (
 	controlPK = "pk"
 	controlSK = "sk"
 )
-
-// ControlTableInput returns the CreateTable input of the control table that
-// Options.ControlTable names (nil when it names none): one small
-// on-demand table, shared by every model of a service.
-func (t *Table[T]) ControlTableInput() *dynamodb.CreateTableInput {
-	if t.opts.ControlTable == "" {
-		return nil
-	}
-	return &dynamodb.CreateTableInput{
-		TableName: aws.String(t.opts.ControlTable),
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(controlPK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(controlSK), KeyType: types.KeyTypeRange},
-		},
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(controlPK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(controlSK), AttributeType: types.ScalarAttributeTypeS},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	}
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/oteltest"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -272,7 +273,7 @@ func newRBFleet(t *testing.T) *rbFleet {
 		truth: map[string]rbItem{},
 	}
 	// Every table a step may create, deleted whatever the test created.
-	for _, in := range rbOpen[rbGSIKeepTable](f).CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(rbOpen[rbGSIKeepTable](f), false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
 	ddbtest.DeleteOnCleanup(t, c, control)
@@ -281,8 +282,8 @@ func newRBFleet(t *testing.T) *rbFleet {
 
 // rbOpen makes a Table of declaration T with the fleet's options, routed by
 // a Router of its own over the control table, shadowing every page once
-// shadow reads are on: an instance's, the operator's (Prepare, Backfill,
-// CheckSchema) or the stream upkeep's.
+// shadow reads are on: an instance's, the operator's (schema.Prepare,
+// Backfill, schema.Check) or the stream upkeep's.
 func rbOpen[T any](f *rbFleet) *ddbindex.Table[T] {
 	tb, _ := rbOpenWith[T](f)
 	return tb
@@ -793,21 +794,21 @@ func TestRunbookMixedFleet(t *testing.T) {
 	v0 := rbOpen[rbGSI](f)
 	v1 := rbOpen[rbGSIKeepTable](f)
 	v3 := rbOpen[rbTable](f)
-	ddbtest.CreateTable(t, c, v0.CreateTableInputs(false)[0])
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(v0, false)[0])
 	fleet := f.deploy(declGSI, declGSI)
 	f.step("step 0", fleet, 80)
 
 	// Step 1: Prepare (the index table with TTL, the stream, the control
 	// table), start the upkeep, deploy keep=table instance by instance.
-	indexTable := aws.ToString(v1.CreateTableInputs(false)[1].TableName)
-	require.ErrorIs(t, v1.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "before Prepare, the index table is missing")
-	rep, err := v1.Prepare(ctx, c)
+	indexTable := aws.ToString(schema.CreateTableInputs(v1, false)[1].TableName)
+	require.ErrorIs(t, schema.Check(ctx, v1, c), ddbindex.ErrSchemaMismatch, "before Prepare, the index table is missing")
+	rep, err := schema.Prepare(ctx, v1, c)
 	require.NoError(t, err)
 	require.Equal(t, []string{indexTable, f.control}, rep.CreatedTables)
 	require.Equal(t, []string{indexTable}, rep.TTLEnabled)
 	require.True(t, rep.StreamEnabled)
 	require.Empty(t, rep.CreatedGSIs)
-	require.NoError(t, v1.CheckSchema(ctx, c))
+	require.NoError(t, schema.Check(ctx, v1, c))
 	f.routed = true
 	cp := &stream.MemoryCheckpoints{}
 	rbStartUpkeep(f, v1, cp)
@@ -860,12 +861,12 @@ func TestRunbookMixedFleet(t *testing.T) {
 	// Step 4: GSI reads have stopped: the counters show no read served by
 	// the GSI during a whole round. Drop the GSI, then deploy type=table.
 	f.noReads(fleet, ddbindex.GSI, ddbindex.IndexTable)
-	require.ErrorIs(t, v3.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "the plain type=table is refused while the GSI exists")
+	require.ErrorIs(t, schema.Check(ctx, v3, c), ddbindex.ErrSchemaMismatch, "the plain type=table is refused while the GSI exists")
 	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(v0.TableName()),
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_status")}}}})
 	require.NoError(t, err)
 	require.NoError(t, rbWaitNoGSI(ctx, c, v0.TableName()))
-	require.NoError(t, v3.CheckSchema(ctx, c), "with the GSI gone, type=table matches the tables")
+	require.NoError(t, schema.Check(ctx, v3, c), "with the GSI gone, type=table matches the tables")
 	f.shadow = false
 	fleet = f.deploy(declTableKeepGSI, declTable)
 	f.step("step 4, mixed after the drop", fleet, 80, ddbindex.GSI)
@@ -893,8 +894,8 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	v0 := rbOpen[rbTable](f)
 	v1 := rbOpen[rbTableKeepGSI](f)
 	v4 := rbOpen[rbGSI](f)
-	require.NoError(t, v0.CreateTables(ctx, c))
-	indexTable := aws.ToString(v0.CreateTableInputs(false)[1].TableName)
+	require.NoError(t, schema.CreateTables(ctx, v0, c))
+	indexTable := aws.ToString(schema.CreateTableInputs(v0, false)[1].TableName)
 	cp := &stream.MemoryCheckpoints{}
 	rbStartUpkeep(f, v0, cp)
 	fleet := f.deploy(declTable, declTable)
@@ -902,10 +903,10 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 
 	// Step 1: Prepare adds the GSI to the base table (waiting until it is
 	// ACTIVE) and the control table; deploy keep=gsi instance by instance.
-	scErr := v1.CheckSchema(ctx, c)
+	scErr := schema.Check(ctx, v1, c)
 	require.ErrorIs(t, scErr, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, scErr, "no GSI named by_status")
-	rep, err := v1.Prepare(ctx, c)
+	rep, err := schema.Prepare(ctx, v1, c)
 	require.NoError(t, err)
 	t.Logf("Prepare: %q", rep.Steps)
 	require.Equal(t, []string{"by_status"}, rep.CreatedGSIs)
@@ -913,9 +914,9 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	require.False(t, rep.StreamEnabled, "the stream was there")
 	require.Empty(t, rep.TTLEnabled, "TTL was on")
 	require.Contains(t, rep.Steps, "created GSI by_status (index by_status) on table "+v1.TableName())
-	require.NoError(t, v1.CheckSchema(ctx, c))
+	require.NoError(t, schema.Check(ctx, v1, c))
 	f.routed = true
-	again, err := v1.Prepare(ctx, c)
+	again, err := schema.Prepare(ctx, v1, c)
 	require.NoError(t, err)
 	require.False(t, again.Changed(), "a second Prepare has nothing to do")
 	desc, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(v1.TableName())})
@@ -985,13 +986,13 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	// Step 4: index-table reads have stopped. Stop the upkeep, drop the
 	// index table, then deploy type=gsi.
 	f.noReads(fleet, ddbindex.IndexTable, ddbindex.GSI)
-	require.ErrorIs(t, v4.CheckSchema(ctx, c), ddbindex.ErrSchemaMismatch, "the plain type=gsi is refused while the index table exists")
+	require.ErrorIs(t, schema.Check(ctx, v4, c), ddbindex.ErrSchemaMismatch, "the plain type=gsi is refused while the index table exists")
 	f.catchUp()
 	f.upkeep = nil
 	_, err = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(indexTable)})
 	require.NoError(t, err)
 	require.NoError(t, rbWaitGone(ctx, c, indexTable))
-	require.NoError(t, v4.CheckSchema(ctx, c), "with the index table gone, type=gsi matches the tables")
+	require.NoError(t, schema.Check(ctx, v4, c), "with the index table gone, type=gsi matches the tables")
 	f.shadow = false
 	fleet = f.deploy(declGSIKeepTable, declGSI)
 	f.step("step 4, mixed after the drop", fleet, 80, ddbindex.IndexTable)

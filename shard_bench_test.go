@@ -341,7 +341,7 @@ func shbSetup(b *testing.B, c *dynamodb.Client, kind string) shbTables {
 	if kind == "gsi" {
 		t, err := New[shbGSIItem](c, ts.names)
 		require.NoError(b, err)
-		create(t.CreateTableInputs(false))
+		create(tableInputs(t, false))
 		writes = shbItemsOf(b, t, func(id, feed string, at int64, body string) shbGSIItem {
 			return shbGSIItem{ID: id, Feed: feed, At: at, Body: body}
 		}, func(tb *Table[shbGSIItem], it shbGSIItem) map[string][]map[string]types.AttributeValue {
@@ -352,7 +352,7 @@ func shbSetup(b *testing.B, c *dynamodb.Client, kind string) shbTables {
 	} else {
 		t, err := New[shbTableItem](c, ts.names)
 		require.NoError(b, err)
-		create(t.CreateTableInputs(false))
+		create(tableInputs(t, false))
 		writes = shbItemsOf(b, t, func(id, feed string, at int64, body string) shbTableItem {
 			return shbTableItem{ID: id, Feed: feed, At: at, Body: body}
 		}, func(tb *Table[shbTableItem], it shbTableItem) map[string][]map[string]types.AttributeValue {

@@ -2,7 +2,6 @@ package ddbindex
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"reflect"
@@ -214,48 +213,6 @@ func TestShardEntryInWrongShard(t *testing.T) {
 	e[d.pk.attr] = &types.AttributeValueMemberS{Value: right}
 	_, err = d.positionOf(e)
 	require.NoError(t, err, "the right shard decodes")
-}
-
-// spread8 is spreadItem with another number of shards, over the same
-// tables.
-type spread8 struct {
-	_      TableSpec `ddbindex:"spread"`
-	_      IndexSpec `ddbindex:"all,type=table,shards=8"`
-	Tenant string    `dynamodbav:"tenant" ddbindex:"pk"`
-	Seq    int64     `dynamodbav:"seq"    ddbindex:"sk"`
-	Scope  string    `dynamodbav:"scope"  ddbindex:"all.pk"`
-	At     int64     `dynamodbav:"at"     ddbindex:"all.sk"`
-}
-
-// TestCheckSchemaShards: CheckSchema reads a few entries of a sharded
-// index and reports entries written under another shards=, which the key
-// schema cannot show; the model that wrote them passes.
-func TestCheckSchemaShards(t *testing.T) {
-	tb8, c := newTestTable[spread8](t)
-	for i := range 20 {
-		require.True(t, putEntry(t, tb8, "all", spread8{Tenant: fmt.Sprint("t", i), Seq: int64(i), Scope: "global", At: int64(i)}, false))
-	}
-	shardProblems := func(err error) []string {
-		var se *SchemaError
-		if err == nil || !errors.As(err, &se) {
-			require.NoError(t, err)
-			return nil
-		}
-		var out []string
-		for _, p := range se.Problems {
-			if strings.Contains(p, "shards=") {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	require.Empty(t, shardProblems(tb8.CheckSchema(t.Context(), c)))
-	tb16, err := New[spreadItem](c, func(o *Options) { o.TableName = tb8.opts.TableName })
-	require.NoError(t, err)
-	got := shardProblems(tb16.CheckSchema(t.Context(), c))
-	require.Len(t, got, 1)
-	require.Contains(t, got[0], "an entry's key does not fit shards=16")
-	require.Contains(t, got[0], "resharding")
 }
 
 // TestExplainSharded: Explain shows the request to every shard, alike but

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // TestShardedShapes checks sharded reads (shards = 2, 3, 7, 16) against an
@@ -475,7 +476,7 @@ func TestShardedShapesGSI(t *testing.T) {
 	names := shxTables(t)
 	w, err := ddbindex.New[shxEv](c, names)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	wp, err := ddbindex.New[shxEv](c, names, shxPlain)
@@ -663,7 +664,7 @@ func TestShardedShapesPartitions(t *testing.T) {
 	names := shxTables(t)
 	w, err := ddbindex.New[shxReg](c, names)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	wp, err := ddbindex.New[shxReg](c, names, shxPlain)
@@ -786,7 +787,7 @@ func TestShardedShapesIndexTable(t *testing.T) {
 	names := shxTables(t, func(o *ddbindex.Options) { o.WriteThrough = through })
 	w, err := ddbindex.New[shxTab](c, names)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	wp, err := ddbindex.New[shxTab](c, names, shxPlain)
@@ -935,7 +936,7 @@ func TestShardedShapesBare(t *testing.T) {
 	require.NoError(t, err)
 	wp, err := ddbindex.New[shxBare](c, names, shxPlain)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	seed := shxSeed(t)
@@ -1065,7 +1066,7 @@ func TestShardedCapsThroughTombstones(t *testing.T) {
 	names := shxTables(t)
 	w, err := ddbindex.New[shItem](c, names)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	var want []string

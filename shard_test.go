@@ -18,6 +18,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // TestShardedGroundTruth: an index sharded S ways (S = 1, 4, 16) answers
@@ -150,7 +151,7 @@ func TestShardedGroundTruth(t *testing.T) {
 	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + "-" + s } }
 	w, err := ddbindex.New[shItem](c, names)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	v1, err := ddbindex.New[shView1](c, names)
@@ -329,7 +330,7 @@ func TestShardedIndexTable(t *testing.T) {
 	}
 	w, err := ddbindex.New[shTItem](c, opts)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	v, err := ddbindex.New[shTView](c, opts)
@@ -436,7 +437,7 @@ func TestShardedCaps(t *testing.T) {
 	names := func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + "-" + s } }
 	w, err := ddbindex.New[shItem](c, names)
 	require.NoError(t, err)
-	for _, in := range w.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(w, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	v, err := ddbindex.New[shView16](c, names)
@@ -530,7 +531,7 @@ func TestReshardRunbook(t *testing.T) {
 	require.NoError(t, err)
 	s2, err := ddbindex.New[rsStep2](c, names)
 	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, s1.CreateTableInputs(false)[0]) // both GSIs: Prepare adds the new one on AWS
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(s1, false)[0]) // both GSIs: Prepare adds the new one on AWS
 	for i := range 90 {
 		_, err := s0.Put(ctx, rsStep0{ID: fmt.Sprintf("a%02d", i), Feed: "all", At: int64(i % 30)})
 		require.NoError(t, err)

@@ -41,15 +41,6 @@ type Client interface {
 	WriteAPI
 }
 
-// SchemaAPI is the part of the DynamoDB client that [CreateTables] and
-// [CheckSchema] need. *dynamodb.Client implements it.
-type SchemaAPI interface {
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
-}
-
 // Options configure a [Table]. The zero value of each field means its
 // default.
 type Options struct {
@@ -123,9 +114,8 @@ type Options struct {
 	// other form). Default: none. Reads of an index with one form never
 	// call it.
 	Observer ReadObserver
-	// ControlTable names the service's control table, which
-	// [Table.ControlTableInput] describes, Prepare creates and CheckSchema
-	// checks: where package migrate's Router keeps the fleet's routes, and
+	// ControlTable names the service's control table, which package
+	// schema describes (ControlTableInput), creates (Prepare) and checks: where package migrate's Router keeps the fleet's routes, and
 	// Backfill and package stream their checkpoints. A Table reads nothing
 	// from it. Empty: none.
 	ControlTable string
@@ -191,9 +181,9 @@ func (o *Options) signingKey() []byte {
 // Table is the handle for one model type T: its base table and every index
 // it declares. It is safe for concurrent use.
 type Table[T any] struct {
-	// client sends every request but those of CreateTables and CheckSchema,
-	// and package migrate's Backfill's Scans, which go to the client they
-	// are given (calls.go).
+	// client sends every request but those of package schema (which
+	// describes the tables through spec.go) and package migrate's
+	// Backfill's Scans, which go to the client they are given (calls.go).
 	client   calls
 	readOnly bool // made by NewReadOnly: its client refuses writes
 	s        *schema
@@ -214,8 +204,8 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 // only reads: its client needs the read methods alone ([ReadAPI]). Get,
 // BatchGet, queries and Explain work as on a table made by [New];
 // Put, Delete, Move, Update, Apply and migrate.Backfill fail before any request with
-// an error matching [ErrUnsupported]. CreateTables and CheckSchema take
-// their own client, and work on either kind of table.
+// an error matching [ErrUnsupported]. Package schema's CreateTables, Check
+// and Prepare take their own client, and work on either kind of table.
 func NewReadOnly[T any](client ReadAPI, optFns ...func(*Options)) (*Table[T], error) {
 	return newTable[T](readOnlyClient{client}, true, optFns)
 }

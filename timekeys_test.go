@@ -273,7 +273,7 @@ func TestTimeKeysGSIAndIndexTableAgree(t *testing.T) {
 	gsi, c := newTestTable[tkGSI](t)
 	table, err := New[tkTable](c, func(o *Options) { o.TableName = gsi.opts.TableName })
 	require.NoError(t, err)
-	for _, in := range table.CreateTableInputs(false)[1:] {
+	for _, in := range tableInputs(table, false)[1:] {
 		ddbtest.CreateTable(t, c, in)
 	}
 	zones := []*time.Location{time.UTC, time.FixedZone("NPT", 5*3600+45*60), time.FixedZone("MART", -(9*3600 + 30*60)),

@@ -395,7 +395,7 @@ func TestWriteThroughTooManyActions(t *testing.T) {
 	tb, err := New[wrMany](c, wrWriteThrough, func(o *Options) { o.TableName = func(s string) string { return prefix + "-" + s } })
 	require.NoError(t, err)
 	require.Len(t, tb.s.indexes, 50)
-	ddbtest.CreateTable(t, c, tb.CreateTableInputs(false)[0])
+	ddbtest.CreateTable(t, c, tableInputs(tb, false)[0])
 
 	old := wrMany{Team: "T", ID: "1", Rank: 1}
 	putBase(t, tb, old)
@@ -488,7 +488,7 @@ func TestWriteThroughMissingIndexTable(t *testing.T) {
 	prefix := ddbtest.Name(t, "")
 	tb, err := New[wrTicket](c, wrWriteThrough, func(o *Options) { o.TableName = func(s string) string { return prefix + "-" + s } })
 	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, tb.CreateTableInputs(false)[0]) // no index table
+	ddbtest.CreateTable(t, c, tableInputs(tb, false)[0]) // no index table
 	_, err = tb.Put(t.Context(), wrTicket{Team: "T", Status: "open", ID: "1", Created: wrT0})
 	require.Error(t, err)
 	require.NotErrorIs(t, err, ErrConflict)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // TestWriteThroughStaleCopyOfGoneItem: a write-through Put or Delete of a
@@ -49,7 +50,7 @@ func staleCopyOfGoneItemBy[T any](t *testing.T, m raceModel[T], victim string) {
 	require.NoError(t, s.other.Delete(ctx, x), what)
 	if m.name == "softdelete" {
 		// TTL removes the tombstone.
-		base := aws.ToString(s.other.CreateTableInputs(false)[0].TableName)
+		base := aws.ToString(schema.CreateTableInputs(s.other, false)[0].TableName)
 		removed := 0
 		for _, it := range ddbtest.Scan(t, s.c, base) {
 			if it["team"].(*types.AttributeValueMemberS).Value != team {

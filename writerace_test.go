@@ -23,6 +23,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -170,10 +171,10 @@ func newRaceSetup[T any](t *testing.T, m raceModel[T], writeThrough bool) *raceS
 	require.NoError(t, err)
 	other, err := ddbindex.New[T](c, opts)
 	require.NoError(t, err)
-	for _, in := range other.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(other, false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	require.NoError(t, other.CreateTables(t.Context(), c, func(o *ddbindex.CreateOptions) {
+	require.NoError(t, schema.CreateTables(t.Context(), other, c, func(o *schema.CreateOptions) {
 		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), writeThrough
 	}))
 	s := &raceSetup[T]{m: m, victim: victim, other: other, rc: rc, c: c, writeThrough: writeThrough}
@@ -200,7 +201,7 @@ func (s *raceSetup[T]) settle(t *testing.T, what string) int {
 // change version. It returns the number of live entries checked.
 func requireIndexMatchesBase[T any](t *testing.T, c *dynamodb.Client, tb *ddbindex.Table[T], what string) int {
 	t.Helper()
-	ins := tb.CreateTableInputs(false)
+	ins := schema.CreateTableInputs(tb, false)
 	want := map[string]map[string]string{} // table → entry key → entry
 	for _, it := range ddbtest.Scan(t, c, aws.ToString(ins[0].TableName)) {
 		writes, err := tb.IndexWrites(ddbindex.Change{New: it, Version: "1"})

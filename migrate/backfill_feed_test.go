@@ -22,6 +22,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/faults"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // bfPostGSI and bfPostTable declare the same feed index, one token apart:
@@ -54,7 +55,7 @@ func bfPosts(t *testing.T, n int) (*ddbindex.Table[bfPostGSI], *ddbindex.Table[b
 	gsi, c := bfNewTable[bfPostGSI](t, names)
 	table, err := ddbindex.New[bfPostTable](c, names)
 	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, table.CreateTableInputs(false)[1])
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(table, false)[1])
 	feed := "global"
 	var posts []bfPostGSI
 	sparse := 0
@@ -154,7 +155,7 @@ func TestBackfillUnderFaults(t *testing.T) {
 		}
 		out, err := ddbindex.New[bfPostTable](client, func(o *ddbindex.Options) { o.TableName = tn })
 		require.NoError(t, err)
-		ddbtest.CreateTable(t, c, out.CreateTableInputs(false)[1])
+		ddbtest.CreateTable(t, c, schema.CreateTableInputs(out, false)[1])
 		return out, bfIndexTable(t, out, "newest")
 	}
 	ref, refTable := fresh(t, c, "want")
@@ -303,7 +304,7 @@ func TestBackfillErrorsMatchOneSentinel(t *testing.T) {
 		{"a malformed backfill checkpoint", "ErrMalformedItem", nil, func(t *testing.T) error {
 			control := ddbtest.Name(t, "control")
 			tb, c := bfNewTable[bfPostTable](t, func(o *ddbindex.Options) { o.ControlTable = control })
-			ddbtest.CreateTable(t, c, tb.ControlTableInput())
+			ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
 			_, err := c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(control), Item: map[string]types.AttributeValue{
 				"pk": bfAvS("backfill#" + tb.TableName() + "#newest#table"), "sk": bfAvS("0/1"), "done": bfAvS("yes"),
 			}})

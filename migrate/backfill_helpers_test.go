@@ -16,6 +16,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // The helpers of Backfill's tests. Their names start with "bf", so that
@@ -45,10 +46,10 @@ func bfNewTable[T any](t testing.TB, optFns ...func(*ddbindex.Options)) (*ddbind
 	c := ddbtest.Client(t)
 	tb, err := ddbindex.New[T](c, append([]func(*ddbindex.Options){bfPrefixed(ddbtest.Name(t, ""))}, optFns...)...)
 	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	require.NoError(t, tb.CreateTables(t.Context(), c, func(o *ddbindex.CreateOptions) {
+	require.NoError(t, schema.CreateTables(t.Context(), tb, c, func(o *schema.CreateOptions) {
 		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
 	}))
 	return tb, c

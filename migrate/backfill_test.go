@@ -21,6 +21,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/faults"
@@ -352,11 +353,11 @@ func bfSetup[T any](t testing.TB, start []map[string]types.AttributeValue) (*ddb
 		o.ControlTable = control
 	})
 	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	require.NoError(t, tb.CreateTables(t.Context(), c, func(o *ddbindex.CreateOptions) { o.NoTTL, o.NoStream = true, true }))
-	ddbtest.CreateTable(t, c, tb.ControlTableInput())
+	require.NoError(t, schema.CreateTables(t.Context(), tb, c, func(o *schema.CreateOptions) { o.NoTTL, o.NoStream = true, true }))
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
 	bfBatchWrite(t, c, tb.TableName(), start)
 	return tb, c, &migrate.DynamoDBCheckpoints{Client: c, Table: control}
 }
@@ -1061,7 +1062,7 @@ func TestBackfillCheckpointStores(t *testing.T) {
 	t.Parallel()
 	control := ddbtest.Name(t, "control")
 	tb, c := bfNewTable[bfTable](t, func(o *ddbindex.Options) { o.ControlTable = control })
-	ddbtest.CreateTable(t, c, tb.ControlTableInput())
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
 	ddb := &migrate.DynamoDBCheckpoints{Client: c, Table: control}
 	ctx := t.Context()
 	lek := map[string]types.AttributeValue{"id": bfAvS("t00042"), "n": bfAvN("7")}

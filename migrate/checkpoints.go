@@ -89,8 +89,8 @@ func (m *MemoryCheckpoints) Clear(_ context.Context, key string) error {
 
 // DynamoDBCheckpoints keeps backfill positions in a DynamoDB table, so that
 // a backfill resumes after its process crashed: the control table that
-// ddbindex.Options.ControlTable names does (ddbindex.Table.ControlTableInput
-// creates it). Each segment is one item: partition key "pk" = "backfill#" +
+// ddbindex.Options.ControlTable names does (schema.ControlTableInput
+// describes it). Each segment is one item: partition key "pk" = "backfill#" +
 // the backfill's key, sort key "sk" = "<segment>/<total>", with the
 // position in "lek" (the LastEvaluatedKey as a map), "done" and "updated".
 type DynamoDBCheckpoints struct {
@@ -103,8 +103,8 @@ type DynamoDBCheckpoints struct {
 	ClientOptions []func(*dynamodb.Options)
 }
 
-// The control table's key attributes (as ddbindex's ControlTableInput
-// makes them), and the start of the partition key of backfill checkpoints
+// The control table's key attributes (as schema.ControlTableInput makes
+// them), and the start of the partition key of backfill checkpoints
 // in it.
 const (
 	checkpointPK     = "pk"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // cmPost is a post of a global feed, read newest first through a GSI while
@@ -50,7 +51,7 @@ func cmSetup(t *testing.T, n int) (*ddbindex.Table[cmPost], *queryCounter, []cmP
 	qc := &queryCounter{Client: c}
 	tb, err := ddbindex.New[cmPost](qc, func(o *ddbindex.Options) { o.TableName = func(s string) string { return prefix + "-" + s } })
 	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
 	feed := "global"

@@ -13,6 +13,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // Ticket is at step 1 of a migration: the GSI serves reads, and every
@@ -71,14 +72,14 @@ func exampleTables(ctx context.Context, client *dynamodb.Client) (func(*ddbindex
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) {
+	err = schema.CreateTables(ctx, tickets, client, func(o *schema.CreateOptions) {
 		o.NoStream, o.NoTTL = true, true // the examples keep the index table themselves
 		o.WaitMinDelay = 10 * time.Millisecond
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := client.CreateTable(ctx, tickets.ControlTableInput()); err != nil {
+	if _, err := client.CreateTable(ctx, schema.ControlTableInput(tickets)); err != nil {
 		log.Fatal(err)
 	}
 	err = dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &control}, time.Minute,

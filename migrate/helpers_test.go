@@ -14,6 +14,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 func TestMain(m *testing.M) {
@@ -97,10 +98,10 @@ func newKPFleet(t *testing.T) kpFleet {
 	var err error
 	f.s1, err = ddbindex.New[kpStep1](c, f.opts)
 	require.NoError(t, err)
-	for _, in := range f.s1.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(f.s1, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
-	ddbtest.CreateTable(t, c, f.s1.ControlTableInput())
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(f.s1))
 	f.s0, err = ddbindex.New[kpStep0](c, f.opts)
 	require.NoError(t, err)
 	f.s2, err = ddbindex.New[kpStep2](c, f.opts)

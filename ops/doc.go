@@ -19,8 +19,8 @@
 //
 // Usage:
 //
-//	NAME [flags] check                 the live tables against the declarations (CheckSchema)
-//	NAME [flags] prepare               create what is missing: tables, GSIs, stream, TTL, control table (Prepare)
+//	NAME [flags] check                 the live tables against the declarations (schema.Check)
+//	NAME [flags] prepare               create what is missing: tables, GSIs, stream, TTL, control table (schema.Prepare)
 //	NAME [flags] backfill --index I    fill the form a migration introduces (Backfill): --workers,
 //	                                   --segment/--total-segments, --rate (write units a second),
 //	                                   resuming from positions saved in the control table (--restart

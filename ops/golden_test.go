@@ -19,6 +19,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/ops"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata with what the commands print")
@@ -187,7 +188,7 @@ func TestGoldenUsage(t *testing.T) {
 // TestGolden walks every command over one set of tables, as an operator
 // would through a migration step: check, prepare, explain, backfill (and
 // its resumption), verify, route, cursor inspect. Each transcript is a
-// golden file; the same files hold for both local servers. Prepare and
+// golden file; the same files hold for both local servers. schema.Prepare and
 // check of the Ticket tables, kept from the stream, need a stream and TTL:
 // on a server without them that subtest skips, saying so, and the test
 // makes the tables itself.
@@ -213,7 +214,7 @@ func TestGolden(t *testing.T) {
 		// Without a stream and TTL the Ticket tables cannot pass prepare
 		// or check: the rest needs them all the same (prepare --model Note
 		// made the control table).
-		require.NoError(t, tickets.CreateTables(ctx, f.client, func(o *ddbindex.CreateOptions) { o.NoStream, o.NoTTL = true, true }))
+		require.NoError(t, schema.CreateTables(ctx, tickets, f.client, func(o *schema.CreateOptions) { o.NoStream, o.NoTTL = true, true }))
 	}
 
 	for _, tk := range testTickets() {

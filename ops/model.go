@@ -14,6 +14,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // ModelDef is one model of the application that the command works on, as
@@ -53,8 +54,8 @@ type table interface {
 	baseTable() string
 	controlTable() string
 	indexes() []ddbindex.IndexInfo
-	check(ctx context.Context, api ddbindex.SchemaAPI) error
-	prepare(ctx context.Context, api ddbindex.PrepareAPI, optFns ...func(*ddbindex.PrepareOptions)) (ddbindex.PrepareReport, error)
+	check(ctx context.Context, api schema.API) error
+	prepare(ctx context.Context, api schema.PrepareAPI, optFns ...func(*schema.PrepareOptions)) (schema.Report, error)
 	backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error)
 	compare(ctx context.Context, q query) (*migrate.Comparison, error)
 	explain(q query) (*ddbindex.Explanation, error)
@@ -135,12 +136,12 @@ func (x *tableOf[T]) baseTable() string             { return x.t.TableName() }
 func (x *tableOf[T]) controlTable() string          { return x.control }
 func (x *tableOf[T]) indexes() []ddbindex.IndexInfo { return x.t.Indexes() }
 
-func (x *tableOf[T]) check(ctx context.Context, api ddbindex.SchemaAPI) error {
-	return x.t.CheckSchema(ctx, api)
+func (x *tableOf[T]) check(ctx context.Context, api schema.API) error {
+	return schema.Check(ctx, x.t, api)
 }
 
-func (x *tableOf[T]) prepare(ctx context.Context, api ddbindex.PrepareAPI, optFns ...func(*ddbindex.PrepareOptions)) (ddbindex.PrepareReport, error) {
-	return x.t.Prepare(ctx, api, optFns...)
+func (x *tableOf[T]) prepare(ctx context.Context, api schema.PrepareAPI, optFns ...func(*schema.PrepareOptions)) (schema.Report, error) {
+	return schema.Prepare(ctx, x.t, api, optFns...)
 }
 
 func (x *tableOf[T]) backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error) {

@@ -20,14 +20,15 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // Client is what the command sends its requests with: the reads and
-// writes of a Table, Prepare's and CheckSchema's table calls, and
+// writes of a Table, schema.Prepare's and schema.Check's table calls, and
 // migrate.Backfill's Scan. *dynamodb.Client implements it.
 type Client interface {
 	ddbindex.Client
-	ddbindex.PrepareAPI
+	schema.PrepareAPI
 	ddbindex.ScanAPI
 }
 
@@ -174,8 +175,8 @@ type command struct {
 }
 
 var commands = []command{
-	{"check", "", "compare the live tables with the declarations (CheckSchema)", runCheck},
-	{"prepare", "", "create what the declarations need and is missing: tables, GSIs, stream, TTL, control table (Prepare)", runPrepare},
+	{"check", "", "compare the live tables with the declarations (schema.Check)", runCheck},
+	{"prepare", "", "create what the declarations need and is missing: tables, GSIs, stream, TTL, control table (schema.Prepare)", runPrepare},
 	{"backfill", "--index NAME", "fill the form of an index that a migration introduces, resumably (Backfill)", runBackfill},
 	{"verify", "[--index NAME] [--partition P]...", "compare the two forms of an index over listed or sampled partitions; JSON report (Compare)", runVerify},
 	{"route", "[show | set --index NAME --to FORM ...]", "show or set the routes of indexes that keep two forms (control table)", runRoute},

@@ -13,6 +13,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/ops"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // ticketFixture is a fixture whose Ticket tables exist (without a stream or
@@ -24,8 +25,8 @@ func ticketFixture(t *testing.T, optFns ...func(*ddbindex.Options)) (*fixture, *
 	f.models = []ops.ModelDef{ops.Model[Ticket](optFns...)}
 	tickets := f.ticketTable(t)
 	ctx := t.Context()
-	require.NoError(t, tickets.CreateTables(ctx, f.client, func(o *ddbindex.CreateOptions) { o.NoStream, o.NoTTL = true, true }))
-	_, err := f.client.CreateTable(ctx, tickets.ControlTableInput())
+	require.NoError(t, schema.CreateTables(ctx, tickets, f.client, func(o *schema.CreateOptions) { o.NoStream, o.NoTTL = true, true }))
+	_, err := f.client.CreateTable(ctx, schema.ControlTableInput(tickets))
 	require.NoError(t, err)
 	ddbtest.WaitActive(t, f.client, f.control)
 	for _, tk := range testTickets() {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // This file holds the commands about tables: check and prepare.
@@ -38,7 +39,7 @@ func runCheck(e *env, args []string) error {
 	bad := 0
 	for _, t := range ts {
 		err := t.check(e.ctx, e.api())
-		var se *ddbindex.SchemaError
+		var se *schema.Error
 		switch {
 		case err == nil:
 			fmt.Fprintf(e.stdout, "%s: ok, the live tables match the declarations\n", t.name())
@@ -108,11 +109,11 @@ func runPrepare(e *env, args []string) error {
 	}
 	bad := 0
 	for _, t := range ts {
-		report, err := t.prepare(e.ctx, e.api(), func(o *ddbindex.PrepareOptions) {
+		report, err := t.prepare(e.ctx, e.api(), func(o *schema.PrepareOptions) {
 			o.WaitTimeout = *wait
-			o.Progress = func(ev ddbindex.PrepareEvent) { writePrepareEvent(e.stderr, t.name(), ev) }
+			o.Progress = func(ev schema.Event) { writePrepareEvent(e.stderr, t.name(), ev) }
 		})
-		var se *ddbindex.SchemaError
+		var se *schema.Error
 		switch {
 		case err == nil && len(report.Steps) == 0:
 			fmt.Fprintf(e.stdout, "%s: nothing to do\n", t.name())
@@ -140,7 +141,7 @@ func runPrepare(e *env, args []string) error {
 	return nil
 }
 
-func writeSteps(w io.Writer, r ddbindex.PrepareReport) {
+func writeSteps(w io.Writer, r schema.Report) {
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}
@@ -149,7 +150,7 @@ func writeSteps(w io.Writer, r ddbindex.PrepareReport) {
 // writePrepareEvent reports a poll of one of Prepare's waits that is still
 // waiting; polls that find everything ACTIVE are the wait's end, which the
 // report's steps say.
-func writePrepareEvent(w io.Writer, model string, ev ddbindex.PrepareEvent) {
+func writePrepareEvent(w io.Writer, model string, ev schema.Event) {
 	if ev.Busy == nil && ev.TableStatus == types.TableStatusActive && (ev.Index == "" || ev.IndexStatus == types.IndexStatusActive) {
 		return
 	}

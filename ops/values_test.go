@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 func TestSplitTuple(t *testing.T) {
@@ -131,13 +132,13 @@ func TestCompactRuns(t *testing.T) {
 func TestWritePrepareEvent(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	writePrepareEvent(&b, "Ticket", ddbindex.PrepareEvent{Step: "created table t", Table: "t", TableStatus: types.TableStatusActive})
-	writePrepareEvent(&b, "Ticket", ddbindex.PrepareEvent{Step: "created GSI g", Table: "t", Index: "g", TableStatus: types.TableStatusActive, IndexStatus: types.IndexStatusActive})
+	writePrepareEvent(&b, "Ticket", schema.Event{Step: "created table t", Table: "t", TableStatus: types.TableStatusActive})
+	writePrepareEvent(&b, "Ticket", schema.Event{Step: "created GSI g", Table: "t", Index: "g", TableStatus: types.TableStatusActive, IndexStatus: types.IndexStatusActive})
 	require.Empty(t, b.String())
-	writePrepareEvent(&b, "Ticket", ddbindex.PrepareEvent{Step: "created GSI g", Table: "t", Index: "g", TableStatus: types.TableStatusUpdating,
+	writePrepareEvent(&b, "Ticket", schema.Event{Step: "created GSI g", Table: "t", Index: "g", TableStatus: types.TableStatusUpdating,
 		IndexStatus: types.IndexStatusCreating, Backfilling: true, ItemCount: 1200, Elapsed: 90 * time.Second})
-	writePrepareEvent(&b, "Ticket", ddbindex.PrepareEvent{Step: "created table t", Table: "t", Elapsed: time.Second})
-	writePrepareEvent(&b, "Ticket", ddbindex.PrepareEvent{Step: "created GSI h", Table: "t", Index: "h", TableStatus: types.TableStatusActive,
+	writePrepareEvent(&b, "Ticket", schema.Event{Step: "created table t", Table: "t", Elapsed: time.Second})
+	writePrepareEvent(&b, "Ticket", schema.Event{Step: "created GSI h", Table: "t", Index: "h", TableStatus: types.TableStatusActive,
 		IndexStatus: types.IndexStatusActive, Busy: errors.New("LimitExceededException")})
 	require.Equal(t, `Ticket: created GSI g: table UPDATING, GSI g CREATING (backfilling; 1200 items when DynamoDB last counted) after 1m30s
 Ticket: created table t: table (not yet described) after 1s

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/retry"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // This file holds the Consumer, which reads a table's stream shard by shard
@@ -120,7 +121,7 @@ type ConsumerOptions struct {
 	// repaired and re-applied with [ddbindex.Table.Apply]. Beware: a
 	// misdeclared index table makes every record invalid, and a hook that
 	// skips them all leaves the index table empty; run
-	// [ddbindex.Table.CheckSchema] at start-up, or stop after a few skips.
+	// [schema.Check] at start-up, or stop after a few skips.
 	OnPoison func(ctx context.Context, r PoisonRecord) error
 	// OnGap decides what happens when the stream no longer holds records
 	// the consumer has not applied (DynamoDB Streams keeps records for 24
@@ -285,7 +286,7 @@ func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("ddbindex: list streams of %s: %w", c.t.TableName(), err)
 	}
 	if len(out.Streams) == 0 {
-		return "", &ddbindex.SchemaError{Problems: []string{fmt.Sprintf("table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream (CreateTables does)", c.t.TableName())}}
+		return "", &schema.Error{Problems: []string{fmt.Sprintf("table %s has no stream; create it with a NEW_AND_OLD_IMAGES stream (schema.CreateTables and schema.Prepare do)", c.t.TableName())}}
 	}
 	return aws.ToString(out.Streams[len(out.Streams)-1].StreamArn), nil
 }

@@ -25,7 +25,7 @@
 //     every record, which is harmless but wasted.
 //
 // Either way the base table needs a NEW_AND_OLD_IMAGES stream
-// (ddbindex.Table.CreateTables creates one; CheckSchema checks it), and
+// (package schema's CreateTables and Prepare create one; Check checks it), and
 // every index-table write is conditioned on the version of the change that
 // wrote it, so replays, redeliveries and reordering end in the same state.
 //

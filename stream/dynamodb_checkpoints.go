@@ -22,8 +22,8 @@ import (
 // consumers in a DynamoDB table, so that a consumer resumes after a restart
 // or a crash where it stopped, and consumers of one stream share its shards
 // (see [Leases]). The control table that ddbindex.Options.ControlTable
-// names does ([ddbindex.Table.ControlTableInput] creates it; routes and
-// backfill checkpoints live there too).
+// names does ([schema.ControlTableInput] describes it, schema.Prepare
+// creates it; routes and backfill checkpoints live there too).
 //
 // Every item of a group has the partition key "pk" = "stream#" + Name. A
 // shard is one item, sort key "sk" = "shard#" + its shard ID, holding the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // Tests of DynamoDBCheckpoints' own conditional logic, against the test
@@ -30,7 +31,7 @@ func newControlTable(t testing.TB, name string) *DynamoDBCheckpoints {
 	table := ddbtest.Name(t, "control")
 	tb, err := ddbindex.New[stTicket](c, func(o *ddbindex.Options) { o.ControlTable = table })
 	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, tb.ControlTableInput())
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
 	return &DynamoDBCheckpoints{Client: c, Table: table, Name: name}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // stSentinels is every sentinel of ddbindex's errors.go by name, to check
@@ -133,7 +134,7 @@ func stErrCases() []stErrCase {
 			_, err = ApplyLambdaEvent(t.Context(), tb, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{r}})
 			return err
 		}},
-		{"a table without a stream", "ErrSchemaMismatch", new(*ddbindex.SchemaError), func(t *testing.T) error {
+		{"a table without a stream", "ErrSchemaMismatch", new(*schema.Error), func(t *testing.T) error {
 			tb, err := ddbindex.New[stTicket](nil)
 			require.NoError(t, err)
 			_, err = NewConsumer(tb, stNoStreams{}, &MemoryCheckpoints{}).Poll(t.Context())

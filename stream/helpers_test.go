@@ -16,6 +16,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // Helpers of the stream package's tests, built on ddbindex's public API and
@@ -34,10 +35,10 @@ func newTestTable[T any](t testing.TB, optFns ...func(*ddbindex.Options)) (*ddbi
 	}}, optFns...)
 	tb, err := ddbindex.New[T](c, fns...)
 	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	err = tb.CreateTables(context.Background(), c, func(o *ddbindex.CreateOptions) {
+	err = schema.CreateTables(context.Background(), tb, c, func(o *schema.CreateOptions) {
 		o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
 	})
 	require.NoError(t, err)
@@ -60,7 +61,7 @@ func freshIndexes[T any](t testing.TB, tb *ddbindex.Table[T], base, name string,
 	}
 	fresh, err := ddbindex.New[T](c, append(optFns, func(o *ddbindex.Options) { o.TableName = names })...)
 	require.NoError(t, err)
-	ins := fresh.CreateTableInputs(false)
+	ins := schema.CreateTableInputs(fresh, false)
 	require.Equal(t, baseName, aws.ToString(ins[0].TableName), "the base table is declared as %s", base)
 	for _, in := range ins[1:] {
 		ddbtest.CreateTable(t, c, in)
@@ -74,7 +75,7 @@ func snapshot[T any](t testing.TB, tb *ddbindex.Table[T]) [][]map[string]types.A
 	t.Helper()
 	c := ddbtest.Client(t)
 	var out [][]map[string]types.AttributeValue
-	for _, in := range tb.CreateTableInputs(false)[1:] {
+	for _, in := range schema.CreateTableInputs(tb, false)[1:] {
 		out = append(out, ddbtest.Scan(t, c, aws.ToString(in.TableName)))
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // rcTicket is soft-deleted and versioned, with an index table kept from the
@@ -49,7 +50,7 @@ func TestPutRecreateFromTheStream(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ddbindex.ApplyStats{Changes: 3, Puts: 2, Deletes: 1}, st, "nothing dropped as stale")
 	require.Equal(t, []rcTicket{v3}, indexItems(t, tb, "by_status", false, "T1"))
-	indexTable := aws.ToString(tb.CreateTableInputs(false)[1].TableName)
+	indexTable := aws.ToString(schema.CreateTableInputs(tb, false)[1].TableName)
 	entries := ddbtest.Scan(t, c, indexTable)
 	require.Len(t, entries, 1)
 	require.NotContains(t, entries[0], "_deleted")

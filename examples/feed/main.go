@@ -62,6 +62,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/examples/models"
+	"github.com/ddbindex/ddbindex/schema"
 	"github.com/ddbindex/ddbindex/stream"
 )
 
@@ -166,14 +167,14 @@ func run(ctx context.Context, w io.Writer, endpoint string, s settings) error {
 	indexTable := aws.ToString(ex.Request.Input.TableName)
 	fmt.Fprintf(w, "== creating %s (with a stream) and the index table %s, sharded %d ways\n",
 		feed.TableName(), indexTable, len(ex.Request.Shards))
-	if err := feed.CreateTables(ctx, client); err != nil {
+	if err := schema.CreateTables(ctx, feed, client); err != nil {
 		return err
 	}
 	defer func() {
 		if s.keep {
 			return
 		}
-		for _, in := range feed.CreateTableInputs(false) {
+		for _, in := range schema.CreateTableInputs(feed, false) {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
 	}()

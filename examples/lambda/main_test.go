@@ -25,6 +25,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // The template is checked without AWS: it parses, its tables are the
@@ -145,7 +146,7 @@ func TestTemplateTables(t *testing.T) {
 	c := loadTemplate(t, "demo")
 	require.Equal(t, "AWS::Serverless-2016-10-31", c.Transform)
 	tables := c.tableResources(t)
-	inputs := newTickets(t, nil, c.stack).CreateTableInputs(true)
+	inputs := schema.CreateTableInputs(newTickets(t, nil, c.stack), true)
 	require.Len(t, tables, len(inputs), "one resource per table the model declares")
 	for i, in := range inputs {
 		name := aws.ToString(in.TableName)
@@ -466,17 +467,17 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 
 	// The tables, as the template makes them (the infrastructure's calls,
 	// not recorded).
-	for _, in := range tb.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.DeleteOnCleanup(t, client, aws.ToString(in.TableName))
 	}
-	require.NoError(t, tb.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) {
+	require.NoError(t, schema.CreateTables(ctx, tb, client, func(o *schema.CreateOptions) {
 		o.NoStream, o.NoTTL = !ddbtest.Has(ddbtest.Streams), !ddbtest.Has(ddbtest.TTL)
 	}))
 
 	// The application.
 	app := &recorder{c: client, tables: tables, seen: map[string]bool{}}
 	tickets := newTickets(t, app, c.stack)
-	err := tickets.CheckSchema(ctx, app)
+	err := schema.Check(ctx, tickets, app)
 	if ddbtest.Has(ddbtest.Streams) && ddbtest.Has(ddbtest.TTL) {
 		require.NoError(t, err, "the template's tables, as the model declares them")
 	}

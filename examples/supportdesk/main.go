@@ -29,6 +29,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/examples/models"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // Ticket is one support ticket. It is declared in package models, with
@@ -93,18 +94,18 @@ func run(ctx context.Context, w io.Writer, endpoint string, s settings) error {
 		return err
 	}
 	fmt.Fprintf(w, "== creating %s and its index table\n", tickets.TableName())
-	if err := tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoStream = true }); err != nil {
+	if err := schema.CreateTables(ctx, tickets, client, func(o *schema.CreateOptions) { o.NoStream = true }); err != nil {
 		return err
 	}
 	defer func() {
 		if s.keep {
 			return
 		}
-		for _, in := range tickets.CreateTableInputs(false) {
+		for _, in := range schema.CreateTableInputs(tickets, false) {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
 	}()
-	if err := tickets.CheckSchema(ctx, client); err != nil {
+	if err := schema.Check(ctx, tickets, client); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "   schema matches the declarations")

@@ -13,6 +13,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/examples/models"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // TestRun runs the demo end to end against the test server and checks what
@@ -56,7 +57,7 @@ func TestRunKeep(t *testing.T) {
 		o.TableName = func(s string) string { return prefix + s }
 	})
 	require.NoError(t, err)
-	require.NoError(t, tickets.CheckSchema(t.Context(), c), "the tables are still there")
+	require.NoError(t, schema.Check(t.Context(), tickets, c), "the tables are still there")
 	cursor, err := os.ReadFile(cursorFile)
 	require.NoError(t, err)
 	info, err := tickets.InspectCursor("by_status", strings.TrimSpace(string(cursor)))

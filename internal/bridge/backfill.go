@@ -10,6 +10,13 @@
 // as scanned, tombstones, sparse items, the write's size); package migrate
 // owns the rest of a backfill: scanning, segments and workers, the write-rate
 // limit, progress, and checkpoints.
+//
+// For the tables (package schema): the core describes the physical tables a
+// model needs (internal/spec: each table's and index's name, keys and
+// projection, TTL, the stream, the forms no longer kept, how to tell whether
+// a sharded index's entry is in its shard), since it alone owns each index's
+// layout; package schema creates, checks and prepares the tables from that
+// description (Tables, in tables.go).
 package bridge
 
 import (

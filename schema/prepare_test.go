@@ -1,7 +1,7 @@
-package ddbindex
+package schema_test
 
 // Tests of Prepare: on the local servers (what they implement of UpdateTable
-// and TTL decides what runs where), and on awsFake, an in-memory SchemaAPI
+// and TTL decides what runs where), and on awsFake, an in-memory PrepareAPI
 // that reproduces what the local servers do not: DynamoDB's documented
 // behaviour while a table is updated and a GSI created.
 
@@ -21,89 +21,91 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // ppPlain is a table of orders with no index; ppWithGSI is the same table
 // with a GSI of derived keys (sort key: status, then created); ppWithLSI
 // declares, besides, an LSI, an index table and soft deletes.
 type ppPlain struct {
-	_       TableSpec `ddbindex:"pp-orders"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Owner   string    `dynamodbav:"owner"`
-	Status  string    `dynamodbav:"status"`
-	Created int64     `dynamodbav:"created"`
+	_       ddbindex.TableSpec `ddbindex:"pp-orders"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Owner   string             `dynamodbav:"owner"`
+	Status  string             `dynamodbav:"status"`
+	Created int64              `dynamodbav:"created"`
 }
 
 type ppWithGSI struct {
-	_       TableSpec `ddbindex:"pp-orders"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Owner   string    `dynamodbav:"owner"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	_       ddbindex.TableSpec `ddbindex:"pp-orders"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Owner   string             `dynamodbav:"owner"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
 }
 
 type ppTwoGSIs struct {
-	_       TableSpec `ddbindex:"pp-orders"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi"`
-	_       IndexSpec `ddbindex:"by_owner,type=gsi"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Owner   string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1;by_owner.sk"`
+	_       ddbindex.TableSpec `ddbindex:"pp-orders"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
+	_       ddbindex.IndexSpec `ddbindex:"by_owner,type=gsi"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Owner   string             `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1;by_owner.sk"`
 }
 
 type ppWithLSI struct {
-	_       TableSpec `ddbindex:"pp-orders,softdelete"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi"`
-	_       IndexSpec `ddbindex:"by_created,type=lsi"`
-	_       IndexSpec `ddbindex:"by_owner,type=table"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Owner   string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1;by_created.sk;by_owner.sk"`
+	_       ddbindex.TableSpec `ddbindex:"pp-orders,softdelete"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
+	_       ddbindex.IndexSpec `ddbindex:"by_created,type=lsi"`
+	_       ddbindex.IndexSpec `ddbindex:"by_owner,type=table"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Owner   string             `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1;by_created.sk;by_owner.sk"`
 }
 
 // ppRouted keeps an LSI and a GSI of one index: both live on the base table,
 // so no stream and no TTL are needed, and it runs on every server.
 type ppRouted struct {
-	_       TableSpec `ddbindex:"pp-routed"`
-	_       IndexSpec `ddbindex:"by_status,type=lsi,keep=gsi,gsi=by_status_gsi"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	_       ddbindex.TableSpec `ddbindex:"pp-routed"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=lsi,keep=gsi,gsi=by_status_gsi"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
 }
 
 // ppKeptSoft is a softdelete model whose GSI is migrating to an index table.
 type ppKeptSoft struct {
-	_       TableSpec `ddbindex:"pp-soft,softdelete"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi,keep=table"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+	_       ddbindex.TableSpec `ddbindex:"pp-soft,softdelete"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,keep=table"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk;by_status.pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
 }
 
 // ppTables returns a Table for T on physical names unique to the test
 // (sharing prefix with other models of the test), and deletes every table
 // T declares, and the control table, when the test ends. It creates nothing.
-func ppTables[T any](t *testing.T, c *dynamodb.Client, prefix string, optFns ...func(*Options)) *Table[T] {
+func ppTables[T any](t *testing.T, c *dynamodb.Client, prefix string, optFns ...func(*ddbindex.Options)) *ddbindex.Table[T] {
 	t.Helper()
-	fns := append([]func(*Options){func(o *Options) {
+	fns := append([]func(*ddbindex.Options){func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + "-" + s }
 	}}, optFns...)
-	tb, err := New[T](c, fns...)
+	tb, err := ddbindex.New[T](c, fns...)
 	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
+	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
-	if in := tb.ControlTableInput(); in != nil {
+	if in := schema.ControlTableInput(tb); in != nil {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
 	return tb
@@ -112,11 +114,11 @@ func ppTables[T any](t *testing.T, c *dynamodb.Client, prefix string, optFns ...
 // ppEvents collects Prepare's progress events.
 type ppEvents struct {
 	mu  sync.Mutex
-	all []PrepareEvent
+	all []schema.Event
 }
 
-func (e *ppEvents) opt(o *PrepareOptions) {
-	o.Progress = func(ev PrepareEvent) {
+func (e *ppEvents) opt(o *schema.PrepareOptions) {
+	o.Progress = func(ev schema.Event) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.all = append(e.all, ev)
@@ -124,10 +126,10 @@ func (e *ppEvents) opt(o *PrepareOptions) {
 	o.WaitMinDelay, o.WaitMaxDelay = time.Millisecond, 20*time.Millisecond
 }
 
-func (e *ppEvents) of(table, index string) []PrepareEvent {
+func (e *ppEvents) of(table, index string) []schema.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []PrepareEvent
+	var out []schema.Event
 	for _, ev := range e.all {
 		if ev.Table == table && ev.Index == index {
 			out = append(out, ev)
@@ -150,18 +152,18 @@ func TestPrepareKeptIndexTable(t *testing.T) {
 	prefix := ddbtest.Name(t, "")
 	s0 := ppTables[kpStep0](t, c, prefix)
 	s1 := ppTables[kpStep1](t, c, prefix)
-	ddbtest.CreateTable(t, c, s0.CreateTableInputs(false)[0])
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(s0, false)[0])
 	for i := range 3 {
 		_, err := s0.Put(ctx, kpStep0{ID: fmt.Sprint("old", i), Team: "T1", Status: "open", Created: int64(i)})
 		require.NoError(t, err)
 	}
-	indexTable := s1.tableOf(s1.s.byName["by_status"].decl.forms[1])
-	scRequireProblems(t, scProblems(t, s1.CheckSchema(ctx, c)),
+	indexTable := formOf(t, s1, "by_status", ddbindex.IndexTable).Table
+	scRequireProblems(t, scProblems(t, schema.Check(ctx, s1, c)),
 		"table "+indexTable+" does not exist",
 		"table "+s1.TableName()+": no stream")
 
 	var ev ppEvents
-	rep, err := s1.Prepare(ctx, c, ev.opt)
+	rep, err := schema.Prepare(ctx, s1, c, ev.opt)
 	require.NoError(t, err)
 	t.Logf("report: %+v", rep)
 	require.True(t, rep.Changed())
@@ -178,11 +180,11 @@ func TestPrepareKeptIndexTable(t *testing.T) {
 	waits := ev.of(indexTable, "")
 	require.NotEmpty(t, waits, "the wait for the new table reports its polls")
 	require.Equal(t, types.TableStatusActive, waits[len(waits)-1].TableStatus)
-	require.NoError(t, s1.CheckSchema(ctx, c))
+	require.NoError(t, schema.Check(ctx, s1, c))
 
-	again, err := s1.Prepare(ctx, c)
+	again, err := schema.Prepare(ctx, s1, c)
 	require.NoError(t, err)
-	require.Equal(t, PrepareReport{}, again, "a second call has nothing to do")
+	require.Equal(t, schema.Report{}, again, "a second call has nothing to do")
 	require.False(t, again.Changed())
 
 	// From now on the stream keeps the index table: an item written after
@@ -200,12 +202,12 @@ func TestPrepareKeptIndexTable(t *testing.T) {
 	require.NoError(t, err)
 	img, err := s1.Marshal(fresh)
 	require.NoError(t, err)
-	st, err := s1.Apply(ctx, []Change{{New: img, Version: "1"}})
+	st, err := s1.Apply(ctx, []ddbindex.Change{{New: img, Version: "1"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes)
-	got := kpIDs(kpRead(t, s1, "T1", IndexTable), func(it kpStep1) string { return it.ID })
+	got := kpIDs(kpRead(t, s1, "T1", ddbindex.IndexTable), func(it kpStep1) string { return it.ID })
 	require.Equal(t, []string{"new"}, got)
-	got = kpIDs(kpRead(t, s1, "T1", GSI), func(it kpStep1) string { return it.ID })
+	got = kpIDs(kpRead(t, s1, "T1", ddbindex.GSI), func(it kpStep1) string { return it.ID })
 	require.ElementsMatch(t, []string{"old0", "old1", "old2", "new"}, got)
 }
 
@@ -221,17 +223,17 @@ func TestPrepareAddsGSI(t *testing.T) {
 	prefix := ddbtest.Name(t, "")
 	plain := ppTables[ppPlain](t, c, prefix)
 	withGSI := ppTables[ppWithGSI](t, c, prefix)
-	ddbtest.CreateTable(t, c, plain.CreateTableInputs(false)[0])
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(plain, false)[0])
 	for i := range 3 {
 		_, err := plain.Put(ctx, ppPlain{Team: "T1", ID: fmt.Sprint("old", i), Status: "open", Created: int64(i)})
 		require.NoError(t, err)
 	}
-	scRequireProblems(t, scProblems(t, withGSI.CheckSchema(ctx, c)), "has no GSI named by_status (index by_status)")
+	scRequireProblems(t, scProblems(t, schema.Check(ctx, withGSI, c)), "has no GSI named by_status (index by_status)")
 
 	var ev ppEvents
-	rep, err := withGSI.Prepare(ctx, c, ev.opt)
+	rep, err := schema.Prepare(ctx, withGSI, c, ev.opt)
 	require.NoError(t, err)
-	require.Equal(t, PrepareReport{
+	require.Equal(t, schema.Report{
 		Steps:       []string{"created GSI by_status (index by_status) on table " + withGSI.TableName()},
 		CreatedGSIs: []string{"by_status"},
 	}, rep)
@@ -240,9 +242,9 @@ func TestPrepareAddsGSI(t *testing.T) {
 	last := polls[len(polls)-1]
 	require.Equal(t, types.IndexStatusActive, last.IndexStatus)
 	require.Equal(t, "create GSI by_status (index by_status) on table "+withGSI.TableName(), last.Step)
-	require.NoError(t, withGSI.CheckSchema(ctx, c))
+	require.NoError(t, schema.Check(ctx, withGSI, c))
 
-	again, err := withGSI.Prepare(ctx, c)
+	again, err := schema.Prepare(ctx, withGSI, c)
 	require.NoError(t, err)
 	require.False(t, again.Changed())
 	require.Empty(t, again.Steps)
@@ -271,25 +273,25 @@ func TestPrepareRefusesMissingLSI(t *testing.T) {
 	prefix := ddbtest.Name(t, "")
 	plain := ppTables[ppPlain](t, c, prefix)
 	withLSI := ppTables[ppWithLSI](t, c, prefix)
-	ddbtest.CreateTable(t, c, plain.CreateTableInputs(false)[0])
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(plain, false)[0])
 	before, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(plain.TableName())})
 	require.NoError(t, err)
 
-	rep, err := withLSI.Prepare(ctx, c)
-	require.ErrorIs(t, err, ErrSchemaMismatch)
-	require.Equal(t, "DDBX-500", Code(err))
-	var se *SchemaError
+	rep, err := schema.Prepare(ctx, withLSI, c)
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+	require.Equal(t, "DDBX-500", ddbindex.Code(err))
+	var se *schema.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, []string{"table " + plain.TableName() + " has no LSI named by_created (index by_created): DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
 		"Declare the index type=gsi (keep= during a migration), or create a new table with the LSI and copy the items into it"}, se.Problems)
 	require.Contains(t, err.Error(), "Prepare cannot make it match (it changed nothing)")
-	require.Equal(t, PrepareReport{}, rep)
+	require.Equal(t, schema.Report{}, rep)
 
 	after, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(plain.TableName())})
 	require.NoError(t, err)
 	require.Empty(t, after.Table.GlobalSecondaryIndexes, "no GSI added")
 	require.Equal(t, before.Table.AttributeDefinitions, after.Table.AttributeDefinitions)
-	_, err = c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(withLSI.tableOf(withLSI.s.byName["by_owner"]))})
+	_, err = c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(indexTable(t, withLSI, "by_owner"))})
 	var nf *types.ResourceNotFoundException
 	require.ErrorAs(t, err, &nf, "no index table created")
 	ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(plain.TableName())})
@@ -307,52 +309,52 @@ func TestPrepareRefusesStreamAndTTLOfAnotherKind(t *testing.T) {
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	tb := ppTables[ppKeptSoft](t, c, ddbtest.Name(t, ""))
-	in := tb.CreateTableInputs(false)[0]
+	in := schema.CreateTableInputs(tb, false)[0]
 	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly}
 	ddbtest.CreateTable(t, c, in)
 	_, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: in.TableName,
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)}})
 	require.NoError(t, err)
 
-	rep, err := tb.Prepare(ctx, c)
-	require.Equal(t, PrepareReport{}, rep)
-	var se *SchemaError
+	rep, err := schema.Prepare(ctx, tb, c)
+	require.Equal(t, schema.Report{}, rep)
+	var se *schema.Error
 	require.ErrorAs(t, err, &se)
 	scRequireProblems(t, se.Problems,
 		"table "+tb.TableName()+": the stream's view type is KEYS_ONLY; keeping index tables needs NEW_AND_OLD_IMAGES. Prepare does not change it",
 		"table "+tb.TableName()+": TTL is on expires, not on _ttl: a table has one TTL attribute, and Prepare does not move it")
 	require.Contains(t, err.Error(), "a new ARN")
-	_, err = c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tb.tableOf(tb.s.byName["by_status"].decl.forms[1]))})
+	_, err = c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(formOf(t, tb, "by_status", ddbindex.IndexTable).Table)})
 	var nf *types.ResourceNotFoundException
 	require.ErrorAs(t, err, &nf, "no index table created")
 }
 
 // With nothing there, Prepare creates the base table with both forms of the
-// index and the control table of the routes; CheckSchema then passes.
+// index and the control table of the routes; Check then passes.
 // (Package migrate's tests route through a control table made so.)
 func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	control := ddbtest.Name(t, "control")
-	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""), func(o *Options) { o.ControlTable = control })
-	scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
+	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""), func(o *ddbindex.Options) { o.ControlTable = control })
+	scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, c)),
 		"table "+tb.TableName()+" does not exist",
 		"control table "+control+" (Options.ControlTable) does not exist")
 
-	rep, err := tb.Prepare(ctx, c)
+	rep, err := schema.Prepare(ctx, tb, c)
 	require.NoError(t, err)
-	require.Equal(t, PrepareReport{
+	require.Equal(t, schema.Report{
 		Steps: []string{
 			"created table " + tb.TableName() + " (GSI by_status_gsi, LSI by_status)",
 			"created table " + control,
 		},
 		CreatedTables: []string{tb.TableName(), control},
 	}, rep)
-	require.NoError(t, tb.CheckSchema(ctx, c))
-	again, err := tb.Prepare(ctx, c)
+	require.NoError(t, schema.Check(ctx, tb, c))
+	again, err := schema.Prepare(ctx, tb, c)
 	require.NoError(t, err)
-	require.Equal(t, PrepareReport{}, again)
+	require.Equal(t, schema.Report{}, again)
 }
 
 // On a server without streams (dynalite), a new base table created with a
@@ -365,8 +367,8 @@ func TestPrepareServerWithoutStreams(t *testing.T) {
 		t.Skip("the server implements streams; this test is for one that accepts a StreamSpecification and ignores it (dynalite)")
 	}
 	tb := ppTables[kpStep1](t, c, ddbtest.Name(t, ""))
-	rep, err := tb.Prepare(t.Context(), c)
-	require.ErrorIs(t, err, ErrSchemaMismatch)
+	rep, err := schema.Prepare(t.Context(), tb, c)
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, err, "the server describes it without one: it does not implement DynamoDB Streams")
 	require.Contains(t, rep.CreatedTables, tb.TableName(), "the report lists what was done before")
 	require.False(t, rep.StreamEnabled)
@@ -680,8 +682,8 @@ func (f *awsFake) DescribeTimeToLive(_ context.Context, in *dynamodb.DescribeTim
 
 // ppFakeOpts makes Prepare poll the fake without pauses worth the name, and
 // pass the test's client option.
-func ppFakeOpts(ev *ppEvents) func(*PrepareOptions) {
-	return func(o *PrepareOptions) {
+func ppFakeOpts(ev *ppEvents) func(*schema.PrepareOptions) {
+	return func(o *schema.PrepareOptions) {
 		ev.opt(o)
 		o.WaitMinDelay, o.WaitMaxDelay = time.Microsecond, time.Microsecond
 		o.ClientOptions = []func(*dynamodb.Options){func(o *dynamodb.Options) { o.AppID = ppAppID }}
@@ -690,7 +692,7 @@ func ppFakeOpts(ev *ppEvents) func(*PrepareOptions) {
 
 // ppStatuses lists the distinct (status, backfilling) stages the events
 // went through, in order.
-func ppStatuses(evs []PrepareEvent) []string {
+func ppStatuses(evs []schema.Event) []string {
 	var out []string
 	for _, ev := range evs {
 		if ev.Busy != nil {
@@ -713,11 +715,11 @@ func TestPrepareFakeGSIsOneAtATime(t *testing.T) {
 	ctx := t.Context()
 	f := newAWSFake()
 	f.raceUpdates = 1
-	tb, err := New[ppTwoGSIs](nil)
+	tb, err := ddbindex.New[ppTwoGSIs](nil)
 	require.NoError(t, err)
-	plain, err := New[ppPlain](nil)
+	plain, err := ddbindex.New[ppPlain](nil)
 	require.NoError(t, err)
-	in := plain.CreateTableInputs(false)[0]
+	in := schema.CreateTableInputs(plain, false)[0]
 	ft := f.put(in)
 	// Someone else's GSI, still allocating.
 	ft.desc.AttributeDefinitions = append(ft.desc.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String("other"), AttributeType: types.ScalarAttributeTypeS})
@@ -729,7 +731,7 @@ func TestPrepareFakeGSIsOneAtATime(t *testing.T) {
 	ft.gsis["other"], ft.fills["other"] = 3, 3
 
 	var ev ppEvents
-	rep, err := tb.Prepare(ctx, f, ppFakeOpts(&ev))
+	rep, err := schema.Prepare(ctx, tb, f, ppFakeOpts(&ev))
 	require.NoError(t, err)
 	require.Equal(t, []string{"by_status", "by_owner"}, rep.CreatedGSIs)
 	require.Equal(t, []string{
@@ -758,10 +760,10 @@ func TestPrepareFakeGSIsOneAtATime(t *testing.T) {
 		require.Equal(t, []string{"CREATING/false", "CREATING/true", "ACTIVE/false"}, ppStatuses(ev.of("pp-orders", gsi)),
 			"%s: resource allocation, backfill, active", gsi)
 	}
-	require.NoError(t, tb.CheckSchema(ctx, f))
-	again, err := tb.Prepare(ctx, f, ppFakeOpts(&ev))
+	require.NoError(t, schema.Check(ctx, tb, f))
+	again, err := schema.Prepare(ctx, tb, f, ppFakeOpts(&ev))
 	require.NoError(t, err)
-	require.Equal(t, PrepareReport{}, again)
+	require.Equal(t, schema.Report{}, again)
 }
 
 // A GSI that takes longer than WaitTimeout: Prepare reports what it started
@@ -772,33 +774,33 @@ func TestPrepareFakeTimeoutThenResume(t *testing.T) {
 	ctx := t.Context()
 	f := newAWSFake()
 	f.allocPolls = 1 << 30
-	tb, err := New[ppWithGSI](nil)
+	tb, err := ddbindex.New[ppWithGSI](nil)
 	require.NoError(t, err)
-	plain, err := New[ppPlain](nil)
+	plain, err := ddbindex.New[ppPlain](nil)
 	require.NoError(t, err)
-	f.put(plain.CreateTableInputs(false)[0])
+	f.put(schema.CreateTableInputs(plain, false)[0])
 
 	var ev ppEvents
-	rep, err := tb.Prepare(ctx, f, ppFakeOpts(&ev), func(o *PrepareOptions) { o.WaitTimeout = 20 * time.Millisecond })
-	require.ErrorIs(t, err, ErrSchemaMismatch)
+	rep, err := schema.Prepare(ctx, tb, f, ppFakeOpts(&ev), func(o *schema.PrepareOptions) { o.WaitTimeout = 20 * time.Millisecond })
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, err, "create GSI by_status (index by_status) on table pp-orders: still GSI by_status CREATING (backfilling: false) after 20ms; DynamoDB goes on, and Prepare called again waits on")
 	require.ErrorContains(t, err, "Prepare could not finish")
 	require.Equal(t, []string{"by_status"}, rep.CreatedGSIs, "the report says the GSI is on its way")
-	scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, f)), "GSI by_status is CREATING, not ACTIVE")
+	scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, f)), "GSI by_status is CREATING, not ACTIVE")
 
 	f.mu.Lock()
 	f.tables["pp-orders"].gsis["by_status"] = 1
 	f.mu.Unlock()
-	rep, err = tb.Prepare(ctx, f, ppFakeOpts(&ev))
+	rep, err = schema.Prepare(ctx, tb, f, ppFakeOpts(&ev))
 	require.NoError(t, err)
-	require.Equal(t, PrepareReport{Steps: []string{"waited for GSI by_status (index by_status) on table pp-orders to become ACTIVE (it was CREATING)"}}, rep)
+	require.Equal(t, schema.Report{Steps: []string{"waited for GSI by_status (index by_status) on table pp-orders to become ACTIVE (it was CREATING)"}}, rep)
 	require.False(t, rep.Changed())
 	require.Len(t, f.gsiCreates, 1)
-	require.NoError(t, tb.CheckSchema(ctx, f))
+	require.NoError(t, schema.Check(ctx, tb, f))
 }
 
 // A provisioned table's new GSI gets a throughput: the table's by default,
-// PrepareOptions.GSIThroughput when set.
+// schema.PrepareOptions.GSIThroughput when set.
 func TestPrepareFakeProvisionedTable(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -812,16 +814,16 @@ func TestPrepareFakeProvisionedTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newAWSFake()
-			tb, err := New[ppWithGSI](nil)
+			tb, err := ddbindex.New[ppWithGSI](nil)
 			require.NoError(t, err)
-			plain, err := New[ppPlain](nil)
+			plain, err := ddbindex.New[ppPlain](nil)
 			require.NoError(t, err)
-			in := plain.CreateTableInputs(false)[0]
+			in := schema.CreateTableInputs(plain, false)[0]
 			in.BillingMode = types.BillingModeProvisioned
 			in.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(7)}
 			f.put(in)
 			var ev ppEvents
-			_, err = tb.Prepare(t.Context(), f, ppFakeOpts(&ev), func(o *PrepareOptions) { o.GSIThroughput = tc.opt })
+			_, err = schema.Prepare(t.Context(), tb, f, ppFakeOpts(&ev), func(o *schema.PrepareOptions) { o.GSIThroughput = tc.opt })
 			require.NoError(t, err)
 			require.Len(t, f.gsiCreates, 1)
 			pt := f.gsiCreates[0].ProvisionedThroughput
@@ -839,10 +841,10 @@ func TestPrepareFakeFromNothingAndIgnoredGSI(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	f := newAWSFake()
-	tb, err := New[ppKeptSoft](nil)
+	tb, err := ddbindex.New[ppKeptSoft](nil)
 	require.NoError(t, err)
 	var ev ppEvents
-	rep, err := tb.Prepare(ctx, f, ppFakeOpts(&ev))
+	rep, err := schema.Prepare(ctx, tb, f, ppFakeOpts(&ev))
 	require.NoError(t, err)
 	require.Equal(t, []string{"pp-soft", "pp-soft-by_status"}, rep.CreatedTables)
 	require.Equal(t, []string{"pp-soft", "pp-soft-by_status"}, rep.TTLEnabled)
@@ -866,17 +868,17 @@ func TestPrepareFakeFromNothingAndIgnoredGSI(t *testing.T) {
 		}(), name)
 	}
 	require.Zero(t, f.noOption, "every call carries ClientOptions")
-	require.NoError(t, tb.CheckSchema(ctx, f))
+	require.NoError(t, schema.Check(ctx, tb, f))
 
 	g := newAWSFake()
 	g.ignoreGSICreate = true
-	withGSI, err := New[ppWithGSI](nil)
+	withGSI, err := ddbindex.New[ppWithGSI](nil)
 	require.NoError(t, err)
-	plain, err := New[ppPlain](nil)
+	plain, err := ddbindex.New[ppPlain](nil)
 	require.NoError(t, err)
-	g.put(plain.CreateTableInputs(false)[0])
-	rep, err = withGSI.Prepare(ctx, g, ppFakeOpts(&ev))
-	require.ErrorIs(t, err, ErrSchemaMismatch)
+	g.put(schema.CreateTableInputs(plain, false)[0])
+	rep, err = schema.Prepare(ctx, withGSI, g, ppFakeOpts(&ev))
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, err, "the server accepted UpdateTable creating GSI by_status (index by_status), but describes the table without it: it does not add GSIs to existing tables")
 	require.Empty(t, rep.CreatedGSIs)
 	require.True(t, strings.HasPrefix(err.Error(), "ddbindex: Prepare could not finish"))
@@ -887,18 +889,18 @@ func TestPrepareFakeFromNothingAndIgnoredGSI(t *testing.T) {
 func TestPrepareFakeRefusesDeletions(t *testing.T) {
 	t.Parallel()
 	f := newAWSFake()
-	tb, err := New[ppKeptSoft](nil)
+	tb, err := ddbindex.New[ppKeptSoft](nil)
 	require.NoError(t, err)
-	ins := tb.CreateTableInputs(true)
+	ins := schema.CreateTableInputs(tb, true)
 	base := f.put(ins[0])
 	base.desc.StreamSpecification = ins[0].StreamSpecification
 	base.desc.GlobalSecondaryIndexes[0].IndexStatus = types.IndexStatusDeleting
 	base.ttl = types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusDisabling}
 	f.put(ins[1]).desc.TableStatus = types.TableStatusDeleting
 
-	rep, err := tb.Prepare(t.Context(), f, ppFakeOpts(&ppEvents{}))
-	require.Equal(t, PrepareReport{}, rep)
-	var se *SchemaError
+	rep, err := schema.Prepare(t.Context(), tb, f, ppFakeOpts(&ppEvents{}))
+	require.Equal(t, schema.Report{}, rep)
+	var se *schema.Error
 	require.ErrorAs(t, err, &se)
 	scRequireProblems(t, se.Problems,
 		"table pp-soft GSI by_status is DELETING, not ACTIVE: queries of index by_status fail or miss items until it is; Prepare does not wait for a deletion",
@@ -914,13 +916,13 @@ func TestPrepareFakeRacedCreate(t *testing.T) {
 	t.Parallel()
 	f := newAWSFake()
 	f.racedCreates = []string{"pp-soft-by_status"}
-	tb, err := New[ppKeptSoft](nil)
+	tb, err := ddbindex.New[ppKeptSoft](nil)
 	require.NoError(t, err)
-	rep, err := tb.Prepare(t.Context(), f, ppFakeOpts(&ppEvents{}))
+	rep, err := schema.Prepare(t.Context(), tb, f, ppFakeOpts(&ppEvents{}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"pp-soft"}, rep.CreatedTables)
 	require.Equal(t, []string{"pp-soft"}, rep.TTLEnabled)
-	require.NoError(t, tb.CheckSchema(t.Context(), f))
+	require.NoError(t, schema.Check(t.Context(), tb, f))
 }
 
 // A GSI whose key attribute the table already defines with another type
@@ -929,14 +931,14 @@ func TestPrepareFakeRacedCreate(t *testing.T) {
 func TestPrepareFakeRefusesAttributeTypeClash(t *testing.T) {
 	t.Parallel()
 	f := newAWSFake()
-	tb, err := New[ppTwoGSIs](nil)
+	tb, err := ddbindex.New[ppTwoGSIs](nil)
 	require.NoError(t, err)
-	plain, err := New[ppPlain](nil)
+	plain, err := ddbindex.New[ppPlain](nil)
 	require.NoError(t, err)
-	ft := f.put(plain.CreateTableInputs(false)[0])
+	ft := f.put(schema.CreateTableInputs(plain, false)[0])
 	ft.desc.AttributeDefinitions = append(ft.desc.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String("owner"), AttributeType: types.ScalarAttributeTypeN})
-	_, err = tb.Prepare(t.Context(), f, ppFakeOpts(&ppEvents{}))
-	var se *SchemaError
+	_, err = schema.Prepare(t.Context(), tb, f, ppFakeOpts(&ppEvents{}))
+	var se *schema.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, []string{"table pp-orders has no GSI named by_owner (index by_owner): its key attribute owner is of type S, but the table defines owner as N " +
 		"(for its own key or another index), so DynamoDB would refuse to create it"}, se.Problems)

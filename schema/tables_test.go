@@ -1,8 +1,8 @@
-package ddbindex
+package schema_test
 
-// Tests of CreateTables, CreateTableInputs and CheckSchema: tables created
-// from a declaration pass CheckSchema, and tables made by hand that differ
-// from the declaration are reported, every difference in one *SchemaError.
+// Tests of CreateTables, CreateTableInputs and Check: tables created from a
+// declaration pass Check, and tables made by hand that differ from the
+// declaration are reported, every difference in one *schema.Error.
 
 import (
 	"context"
@@ -15,34 +15,36 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
 )
 
 // scTicket declares a GSI with an INCLUDE projection and a derived sort key,
 // a keys-only LSI, a GSI sharing attributes with the others, and an index
 // table.
 type scTicket struct {
-	_       TableSpec `ddbindex:"sc_tickets"`
-	_       IndexSpec `ddbindex:"by_status,type=gsi,name=sc-by-status,sk=GSI1SK,project=title|owner"`
-	_       IndexSpec `ddbindex:"by_created,type=lsi,name=sc-by-created,project=keys"`
-	_       IndexSpec `ddbindex:"by_status_created,type=gsi,name=sc-by-status-created"`
-	_       IndexSpec `ddbindex:"by_owner,type=table"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Status  string    `dynamodbav:"status" ddbindex:"by_status.pk;by_status_created.pk"`
-	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:0;by_created.sk;by_status_created.sk;by_owner.sk:0"`
-	Owner   string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
-	Title   string    `dynamodbav:"title"`
-	Body    string    `dynamodbav:"body"`
+	_       ddbindex.TableSpec `ddbindex:"sc_tickets"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,name=sc-by-status,sk=GSI1SK,project=title|owner"`
+	_       ddbindex.IndexSpec `ddbindex:"by_created,type=lsi,name=sc-by-created,project=keys"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status_created,type=gsi,name=sc-by-status-created"`
+	_       ddbindex.IndexSpec `ddbindex:"by_owner,type=table"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.pk;by_status_created.pk"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:0;by_created.sk;by_status_created.sk;by_owner.sk:0"`
+	Owner   string             `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Title   string             `dynamodbav:"title"`
+	Body    string             `dynamodbav:"body"`
 }
 
 // scPlain has no index table: CreateTables asks for no stream and no TTL.
 type scPlain struct {
-	_      TableSpec `ddbindex:"sc_plain,pk=PK"`
-	_      IndexSpec `ddbindex:"by_kind,type=gsi,project=keys"`
-	Team   string    `dynamodbav:"team" ddbindex:"pk:0"`
-	Number int64     `dynamodbav:"number" ddbindex:"pk:1,width=6"`
-	Kind   string    `dynamodbav:"kind" ddbindex:"by_kind.pk"`
+	_      ddbindex.TableSpec `ddbindex:"sc_plain,pk=PK"`
+	_      ddbindex.IndexSpec `ddbindex:"by_kind,type=gsi,project=keys"`
+	Team   string             `dynamodbav:"team" ddbindex:"pk:0"`
+	Number int64              `dynamodbav:"number" ddbindex:"pk:1,width=6"`
+	Kind   string             `dynamodbav:"kind" ddbindex:"by_kind.pk"`
 }
 
 func scS(s string) *string { return aws.String(s) }
@@ -70,10 +72,10 @@ func scInclude(attrs ...string) *types.Projection {
 
 func TestSchemaCreateTableInputs(t *testing.T) {
 	t.Parallel()
-	tb, err := New[scTicket](nil, func(o *Options) { o.TableName = func(s string) string { return "dev." + s } })
+	tb, err := ddbindex.New[scTicket](nil, func(o *ddbindex.Options) { o.TableName = func(s string) string { return "dev." + s } })
 	require.NoError(t, err)
 
-	ins := tb.CreateTableInputs(true)
+	ins := schema.CreateTableInputs(tb, true)
 	require.Len(t, ins, 2, "the base table and one index table")
 	base, idx := ins[0], ins[1]
 
@@ -113,17 +115,17 @@ func TestSchemaCreateTableInputs(t *testing.T) {
 
 	// The projection list is a copy: changing it does not change the model.
 	base.GlobalSecondaryIndexes[0].Projection.NonKeyAttributes[0] = "changed"
-	again := tb.CreateTableInputs(true)
+	again := schema.CreateTableInputs(tb, true)
 	require.Equal(t, scInclude("title", "owner"), again[0].GlobalSecondaryIndexes[0].Projection)
 	require.Equal(t, ins[1:], again[1:], "inputs are built the same every time")
 
-	noStream := tb.CreateTableInputs(false)
+	noStream := schema.CreateTableInputs(tb, false)
 	require.Nil(t, noStream[0].StreamSpecification, "no stream unless asked for")
 	require.Len(t, noStream, 2)
 
-	plain, err := New[scPlain](nil)
+	plain, err := ddbindex.New[scPlain](nil)
 	require.NoError(t, err)
-	pins := plain.CreateTableInputs(true)
+	pins := schema.CreateTableInputs(plain, true)
 	require.Len(t, pins, 1, "no index table")
 	require.Nil(t, pins[0].StreamSpecification, "no index table, no stream, even when asked for")
 	require.Equal(t, "sc_plain", aws.ToString(pins[0].TableName))
@@ -140,14 +142,14 @@ func TestSchemaCreateTableInputs(t *testing.T) {
 
 func TestSchemaErrorText(t *testing.T) {
 	t.Parallel()
-	err := error(&SchemaError{Problems: []string{"table a does not exist", "table b does not exist"}})
-	require.ErrorIs(t, err, ErrSchemaMismatch)
-	require.NotErrorIs(t, err, ErrDeclaration)
-	require.Equal(t, "DDBX-500", Code(err))
+	err := error(&schema.Error{Problems: []string{"table a does not exist", "table b does not exist"}})
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+	require.NotErrorIs(t, err, ddbindex.ErrDeclaration)
+	require.Equal(t, "DDBX-500", ddbindex.Code(err))
 	require.Equal(t, "ddbindex: the live schema does not match the declarations [DDBX-500]:\n"+
 		"  - table a does not exist\n  - table b does not exist", err.Error())
 	wrapped := errors.Join(errors.New("context"), err)
-	var se *SchemaError
+	var se *schema.Error
 	require.ErrorAs(t, wrapped, &se)
 	require.Len(t, se.Problems, 2)
 }
@@ -155,28 +157,19 @@ func TestSchemaErrorText(t *testing.T) {
 // scNewTable returns a Table for T whose physical names are unique to the
 // test, and the client; it creates nothing, but deletes the tables the test
 // creates.
-func scNewTable[T any](t *testing.T, optFns ...func(*Options)) (*Table[T], *dynamodb.Client) {
+func scNewTable[T any](t *testing.T, optFns ...func(*ddbindex.Options)) (*ddbindex.Table[T], *dynamodb.Client) {
 	t.Helper()
 	c := ddbtest.Client(t)
-	prefix := ddbtest.Name(t, "")
-	fns := append([]func(*Options){func(o *Options) {
-		o.TableName = func(s string) string { return prefix + "-" + s }
-	}}, optFns...)
-	tb, err := New[T](c, fns...)
-	require.NoError(t, err)
-	for _, in := range tb.CreateTableInputs(false) {
-		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
-	}
-	return tb, c
+	return scOpen[T](t, c, scNaming(t), optFns...), c
 }
 
-// scProblems runs CheckSchema, which must fail with a *SchemaError, and
-// returns its problems.
+// scProblems takes what Check returned, which must be a *schema.Error,
+// and returns its problems.
 func scProblems(t *testing.T, err error) []string {
 	t.Helper()
 	require.Error(t, err)
-	require.ErrorIs(t, err, ErrSchemaMismatch)
-	var se *SchemaError
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+	var se *schema.Error
 	require.ErrorAs(t, err, &se)
 	for _, p := range se.Problems {
 		require.Contains(t, err.Error(), p)
@@ -202,10 +195,12 @@ func scRequireProblems(t *testing.T, problems []string, want ...string) {
 
 func TestSchemaCreatedTablesPass(t *testing.T) {
 	t.Parallel()
-	tb, c := newTestTable[scTicket](t)
+	c := ddbtest.Client(t)
+	naming := scNaming(t)
+	tb := newTestTableNamed[scTicket](t, c, naming)
 	ctx := t.Context()
-	idxName := tb.tableOf(tb.s.byName["by_owner"])
-	err := tb.CheckSchema(ctx, c)
+	idxName := indexTable(t, tb, "by_owner")
+	err := schema.Check(ctx, tb, c)
 	if !ddbtest.Has(ddbtest.Streams) {
 		// Without streams on the server, the stream the index table is kept
 		// from is missing (and, without TTL, its TTL too): nothing else.
@@ -215,9 +210,9 @@ func TestSchemaCreatedTablesPass(t *testing.T) {
 		}
 		scRequireProblems(t, scProblems(t, err), want...)
 		// Written through, the index table needs no stream.
-		wt, err := New[scTicket](c, func(o *Options) { o.TableName = tb.opts.TableName; o.WriteThrough = true })
+		wt, err := ddbindex.New[scTicket](c, naming, func(o *ddbindex.Options) { o.WriteThrough = true })
 		require.NoError(t, err)
-		err = wt.CheckSchema(ctx, c)
+		err = schema.Check(ctx, wt, c)
 		if ddbtest.Has(ddbtest.TTL) {
 			require.NoError(t, err)
 		} else {
@@ -231,12 +226,11 @@ func TestSchemaCreatedTablesPass(t *testing.T) {
 
 		// The TTL attribute is an option: a Table that expects another one
 		// reports it.
-		other, err := New[scTicket](c, func(o *Options) {
-			o.TableName = tb.opts.TableName
+		other, err := ddbindex.New[scTicket](c, naming, func(o *ddbindex.Options) {
 			o.TTLAttr = "_expires"
 		})
 		require.NoError(t, err)
-		scRequireProblems(t, scProblems(t, other.CheckSchema(ctx, c)),
+		scRequireProblems(t, scProblems(t, schema.Check(ctx, other, c)),
 			"index table "+idxName+": TTL is on _ttl, not on _expires")
 	} else {
 		// Without TTL on the server, that is the one thing missing.
@@ -256,7 +250,7 @@ func TestSchemaCreatedTablesPass(t *testing.T) {
 	}
 
 	// Tables are not created twice.
-	err = tb.CreateTables(ctx, c, func(o *CreateOptions) { o.NoTTL = true })
+	err = schema.CreateTables(ctx, tb, c, func(o *schema.CreateOptions) { o.NoTTL = true })
 	var inUse *types.ResourceInUseException
 	require.ErrorAs(t, err, &inUse)
 	require.ErrorContains(t, err, "ddbindex: create table "+tb.TableName())
@@ -268,8 +262,8 @@ func TestSchemaCreateTablesWithoutIndexTable(t *testing.T) {
 	// server even without NoTTL.
 	tb, c := scNewTable[scPlain](t)
 	ctx := t.Context()
-	require.NoError(t, tb.CreateTables(ctx, c))
-	require.NoError(t, tb.CheckSchema(ctx, c))
+	require.NoError(t, schema.CreateTables(ctx, tb, c))
+	require.NoError(t, schema.Check(ctx, tb, c))
 	desc, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tb.TableName())})
 	require.NoError(t, err)
 	if s := desc.Table.StreamSpecification; s != nil {
@@ -277,43 +271,43 @@ func TestSchemaCreateTablesWithoutIndexTable(t *testing.T) {
 	}
 }
 
-// scWide declares one of each thing CheckSchema compares, to be created by
+// scWide declares one of each thing Check compares, to be created by
 // hand with a mistake in each.
 type scWide struct {
-	_       TableSpec `ddbindex:"sc_wide"`
-	_       IndexSpec `ddbindex:"g_ok,type=gsi,name=gok"`
-	_       IndexSpec `ddbindex:"g_missing,type=gsi,name=gmissing"`
-	_       IndexSpec `ddbindex:"g_type,type=gsi,name=gtype,sk=gtype_sk"`
-	_       IndexSpec `ddbindex:"g_name,type=gsi,name=gname"`
-	_       IndexSpec `ddbindex:"g_keys,type=gsi,name=gkeys"`
-	_       IndexSpec `ddbindex:"g_keys2,type=gsi,name=gkeys2,project=title|body"`
-	_       IndexSpec `ddbindex:"g_incl,type=gsi,name=gincl,project=title|body|status"`
-	_       IndexSpec `ddbindex:"g_inclall,type=gsi,name=ginclall"`
-	_       IndexSpec `ddbindex:"g_keysdecl,type=gsi,name=gkeysdecl,project=keys"`
-	_       IndexSpec `ddbindex:"g_nosk,type=gsi,name=gnosk"`
-	_       IndexSpec `ddbindex:"g_extra,type=gsi,name=gextra"`
-	_       IndexSpec `ddbindex:"g_noproj,type=gsi,name=gnoproj"`
-	_       IndexSpec `ddbindex:"l_ok,type=lsi,name=lok"`
-	_       IndexSpec `ddbindex:"l_missing,type=lsi,name=lmissing"`
-	_       IndexSpec `ddbindex:"l_name,type=lsi,name=lname"`
-	_       IndexSpec `ddbindex:"t_ok,type=table"`
-	_       IndexSpec `ddbindex:"t_missing,type=table"`
-	_       IndexSpec `ddbindex:"t_nottl,type=table"`
-	_       IndexSpec `ddbindex:"t_wrongttl,type=table"`
-	_       IndexSpec `ddbindex:"t_keys,type=table"`
-	Team    string    `dynamodbav:"team" ddbindex:"pk"`
-	ID      string    `dynamodbav:"id" ddbindex:"sk"`
-	Status  string    `dynamodbav:"status" ddbindex:"g_ok.pk;g_type.pk;g_incl.pk;t_ok.pk;t_nottl.pk;t_wrongttl.pk;t_keys.pk"`
-	Created int64     `dynamodbav:"created" ddbindex:"g_ok.sk;g_type.sk;g_nosk.sk;l_ok.sk;t_ok.sk;t_nottl.sk;t_wrongttl.sk;t_keys.sk"`
-	Owner   string    `dynamodbav:"owner" ddbindex:"g_missing.pk;g_name.pk;g_nosk.pk;t_missing.pk"`
-	Title   string    `dynamodbav:"title" ddbindex:"g_name.sk;g_keys.pk;g_inclall.pk;l_missing.sk;l_name.sk"`
-	Body    string    `dynamodbav:"body" ddbindex:"g_keys2.pk;g_keysdecl.pk;g_extra.pk;g_noproj.pk"`
+	_       ddbindex.TableSpec `ddbindex:"sc_wide"`
+	_       ddbindex.IndexSpec `ddbindex:"g_ok,type=gsi,name=gok"`
+	_       ddbindex.IndexSpec `ddbindex:"g_missing,type=gsi,name=gmissing"`
+	_       ddbindex.IndexSpec `ddbindex:"g_type,type=gsi,name=gtype,sk=gtype_sk"`
+	_       ddbindex.IndexSpec `ddbindex:"g_name,type=gsi,name=gname"`
+	_       ddbindex.IndexSpec `ddbindex:"g_keys,type=gsi,name=gkeys"`
+	_       ddbindex.IndexSpec `ddbindex:"g_keys2,type=gsi,name=gkeys2,project=title|body"`
+	_       ddbindex.IndexSpec `ddbindex:"g_incl,type=gsi,name=gincl,project=title|body|status"`
+	_       ddbindex.IndexSpec `ddbindex:"g_inclall,type=gsi,name=ginclall"`
+	_       ddbindex.IndexSpec `ddbindex:"g_keysdecl,type=gsi,name=gkeysdecl,project=keys"`
+	_       ddbindex.IndexSpec `ddbindex:"g_nosk,type=gsi,name=gnosk"`
+	_       ddbindex.IndexSpec `ddbindex:"g_extra,type=gsi,name=gextra"`
+	_       ddbindex.IndexSpec `ddbindex:"g_noproj,type=gsi,name=gnoproj"`
+	_       ddbindex.IndexSpec `ddbindex:"l_ok,type=lsi,name=lok"`
+	_       ddbindex.IndexSpec `ddbindex:"l_missing,type=lsi,name=lmissing"`
+	_       ddbindex.IndexSpec `ddbindex:"l_name,type=lsi,name=lname"`
+	_       ddbindex.IndexSpec `ddbindex:"t_ok,type=table"`
+	_       ddbindex.IndexSpec `ddbindex:"t_missing,type=table"`
+	_       ddbindex.IndexSpec `ddbindex:"t_nottl,type=table"`
+	_       ddbindex.IndexSpec `ddbindex:"t_wrongttl,type=table"`
+	_       ddbindex.IndexSpec `ddbindex:"t_keys,type=table"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Status  string             `dynamodbav:"status" ddbindex:"g_ok.pk;g_type.pk;g_incl.pk;t_ok.pk;t_nottl.pk;t_wrongttl.pk;t_keys.pk"`
+	Created int64              `dynamodbav:"created" ddbindex:"g_ok.sk;g_type.sk;g_nosk.sk;l_ok.sk;t_ok.sk;t_nottl.sk;t_wrongttl.sk;t_keys.sk"`
+	Owner   string             `dynamodbav:"owner" ddbindex:"g_missing.pk;g_name.pk;g_nosk.pk;t_missing.pk"`
+	Title   string             `dynamodbav:"title" ddbindex:"g_name.sk;g_keys.pk;g_inclall.pk;l_missing.sk;l_name.sk"`
+	Body    string             `dynamodbav:"body" ddbindex:"g_keys2.pk;g_keysdecl.pk;g_extra.pk;g_noproj.pk"`
 }
 
-// scFaulty is a SchemaAPI that passes calls to the server, except those it
+// scFaulty is a schema.API that passes calls to the server, except those it
 // is told to fail, and can hide an index's projection from DescribeTable.
 type scFaulty struct {
-	SchemaAPI
+	schema.API
 	failCreate, failDescribe, failUpdateTTL, failDescribeTTL string // table names
 	hideProjection                                           string // a GSI name
 }
@@ -324,14 +318,14 @@ func (f *scFaulty) CreateTable(ctx context.Context, in *dynamodb.CreateTableInpu
 	if aws.ToString(in.TableName) == f.failCreate {
 		return nil, errScInjected
 	}
-	return f.SchemaAPI.CreateTable(ctx, in, o...)
+	return f.API.CreateTable(ctx, in, o...)
 }
 
 func (f *scFaulty) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	if aws.ToString(in.TableName) == f.failDescribe {
 		return nil, errScInjected
 	}
-	out, err := f.SchemaAPI.DescribeTable(ctx, in, o...)
+	out, err := f.API.DescribeTable(ctx, in, o...)
 	if err == nil && f.hideProjection != "" {
 		for i, g := range out.Table.GlobalSecondaryIndexes {
 			if aws.ToString(g.IndexName) == f.hideProjection {
@@ -346,21 +340,21 @@ func (f *scFaulty) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTime
 	if aws.ToString(in.TableName) == f.failUpdateTTL {
 		return nil, errScInjected
 	}
-	return f.SchemaAPI.UpdateTimeToLive(ctx, in, o...)
+	return f.API.UpdateTimeToLive(ctx, in, o...)
 }
 
 func (f *scFaulty) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
 	if aws.ToString(in.TableName) == f.failDescribeTTL {
 		return nil, errScInjected
 	}
-	return f.SchemaAPI.DescribeTimeToLive(ctx, in, o...)
+	return f.API.DescribeTimeToLive(ctx, in, o...)
 }
 
 func TestSchemaMismatchesReportedTogether(t *testing.T) {
 	t.Parallel()
 	tb, c := scNewTable[scWide](t)
 	ctx := t.Context()
-	name := func(index string) string { return tb.tableOf(tb.s.byName[index]) }
+	name := func(index string) string { return indexTable(t, tb, index) }
 	base := tb.TableName()
 	S, N := types.ScalarAttributeTypeS, types.ScalarAttributeTypeN
 
@@ -447,23 +441,23 @@ func TestSchemaMismatchesReportedTogether(t *testing.T) {
 			"index table "+name("t_wrongttl")+": TTL is not enabled",
 			"index table "+name("t_keys")+": TTL is not enabled")
 	}
-	problems := scProblems(t, tb.CheckSchema(ctx, c))
+	problems := scProblems(t, schema.Check(ctx, tb, c))
 	scRequireProblems(t, problems, want...)
 
 	// A projection DescribeTable does not describe is a problem too.
-	hidden := &scFaulty{SchemaAPI: c, hideProjection: "gnoproj"}
-	problems = scProblems(t, tb.CheckSchema(ctx, hidden))
+	hidden := &scFaulty{API: c, hideProjection: "gnoproj"}
+	problems = scProblems(t, schema.Check(ctx, tb, hidden))
 	scRequireProblems(t, problems, append(want, where+" GSI gnoproj: no projection described")...)
 
 	// Errors talking to DynamoDB are errors, not mismatches.
 	for _, f := range []*scFaulty{
-		{SchemaAPI: c, failDescribe: base},
-		{SchemaAPI: c, failDescribe: name("t_ok")},
-		{SchemaAPI: c, failDescribeTTL: name("t_nottl")},
+		{API: c, failDescribe: base},
+		{API: c, failDescribe: name("t_ok")},
+		{API: c, failDescribeTTL: name("t_nottl")},
 	} {
-		err := tb.CheckSchema(ctx, f)
+		err := schema.Check(ctx, tb, f)
 		require.ErrorIs(t, err, errScInjected)
-		require.NotErrorIs(t, err, ErrSchemaMismatch)
+		require.NotErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 		require.ErrorContains(t, err, "ddbindex: describe")
 	}
 }
@@ -472,11 +466,11 @@ func TestSchemaBaseTableMismatch(t *testing.T) {
 	t.Parallel()
 	tb, c := scNewTable[scTicket](t)
 	ctx := t.Context()
-	idx := tb.tableOf(tb.s.byName["by_owner"])
+	idx := indexTable(t, tb, "by_owner")
 
 	// Nothing exists yet: each missing table once, and nothing about the
 	// indexes of a table that is not there.
-	problems := scProblems(t, tb.CheckSchema(ctx, c))
+	problems := scProblems(t, schema.Check(ctx, tb, c))
 	require.Equal(t, []string{"table " + tb.TableName() + " does not exist", "table " + idx + " does not exist"}, problems)
 
 	// A base table with a Number partition key and no sort key, and an
@@ -494,7 +488,7 @@ func TestSchemaBaseTableMismatch(t *testing.T) {
 		BillingMode:          types.BillingModePayPerRequest,
 	})
 	where := "table " + tb.TableName()
-	scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
+	scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, c)),
 		where+": partition key team is of type N, the declaration has S",
 		where+": no sort key; the declaration has id (S)",
 		where+" has no GSI named sc-by-status (index by_status)",
@@ -512,22 +506,22 @@ func TestSchemaCreateTablesFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault func(base, idx string) *scFaulty
-		opts  CreateOptions
+		opts  schema.CreateOptions
 		want  string
 	}{
-		{"create", func(_, idx string) *scFaulty { return &scFaulty{failCreate: idx} }, CreateOptions{NoTTL: true}, "ddbindex: create table "},
-		{"wait", func(base, _ string) *scFaulty { return &scFaulty{failDescribe: base} }, CreateOptions{NoTTL: true}, "ddbindex: wait for table "},
-		{"ttl", func(_, idx string) *scFaulty { return &scFaulty{failUpdateTTL: idx} }, CreateOptions{}, "ddbindex: enable TTL on "},
+		{"create", func(_, idx string) *scFaulty { return &scFaulty{failCreate: idx} }, schema.CreateOptions{NoTTL: true}, "ddbindex: create table "},
+		{"wait", func(base, _ string) *scFaulty { return &scFaulty{failDescribe: base} }, schema.CreateOptions{NoTTL: true}, "ddbindex: wait for table "},
+		{"ttl", func(_, idx string) *scFaulty { return &scFaulty{failUpdateTTL: idx} }, schema.CreateOptions{}, "ddbindex: enable TTL on "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tb, c := scNewTable[scTicket](t)
-			idx := tb.tableOf(tb.s.byName["by_owner"])
+			idx := indexTable(t, tb, "by_owner")
 			f := tc.fault(tb.TableName(), idx)
-			f.SchemaAPI = c
+			f.API = c
 			tc.opts.NoStream = !ddbtest.Has(ddbtest.Streams)
 			tc.opts.WaitMinDelay, tc.opts.WaitMaxDelay = 10e6, 50e6
-			err := tb.CreateTables(t.Context(), f, func(o *CreateOptions) { *o = tc.opts })
+			err := schema.CreateTables(t.Context(), tb, f, func(o *schema.CreateOptions) { *o = tc.opts })
 			require.ErrorIs(t, err, errScInjected)
 			require.ErrorContains(t, err, tc.want)
 		})
@@ -538,22 +532,22 @@ func TestSchemaCreateTablesFailures(t *testing.T) {
 // stream: its tombstones rely on TTL in both tables, and the index table on
 // the stream.
 type scSoft struct {
-	_     TableSpec `ddbindex:"sc_soft,softdelete"`
-	_     IndexSpec `ddbindex:"by_owner,type=gsi,name=sc-soft-by-owner"`
-	_     IndexSpec `ddbindex:"by_topic,type=table"`
-	ID    string    `dynamodbav:"id" ddbindex:"pk"`
-	Owner string    `dynamodbav:"owner" ddbindex:"by_owner.pk"`
-	Topic string    `dynamodbav:"topic" ddbindex:"by_topic.pk"`
+	_     ddbindex.TableSpec `ddbindex:"sc_soft,softdelete"`
+	_     ddbindex.IndexSpec `ddbindex:"by_owner,type=gsi,name=sc-soft-by-owner"`
+	_     ddbindex.IndexSpec `ddbindex:"by_topic,type=table"`
+	ID    string             `dynamodbav:"id" ddbindex:"pk"`
+	Owner string             `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Topic string             `dynamodbav:"topic" ddbindex:"by_topic.pk"`
 }
 
 // scGSIStatus reports every GSI of DescribeTable as status.
 type scGSIStatus struct {
-	SchemaAPI
+	schema.API
 	status types.IndexStatus
 }
 
 func (f *scGSIStatus) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	out, err := f.SchemaAPI.DescribeTable(ctx, in, o...)
+	out, err := f.API.DescribeTable(ctx, in, o...)
 	if err == nil {
 		for i := range out.Table.GlobalSecondaryIndexes {
 			out.Table.GlobalSecondaryIndexes[i].IndexStatus = f.status
@@ -563,7 +557,7 @@ func (f *scGSIStatus) DescribeTable(ctx context.Context, in *dynamodb.DescribeTa
 }
 
 // TestSchemaStreamTTLAndGSIStatus: CreateTables enables TTL on a softdelete
-// model's base table too, and CheckSchema reports what the tombstones and
+// model's base table too, and Check reports what the tombstones and
 // the stream consumer rely on: TTL on the base table, a NEW_AND_OLD_IMAGES
 // stream, and GSIs that are ACTIVE.
 func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
@@ -578,30 +572,32 @@ func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, types.TimeToLiveStatusEnabled, ttl.TimeToLiveDescription.TimeToLiveStatus, "soft-deleted items expire")
 		require.Equal(t, "_ttl", aws.ToString(ttl.TimeToLiveDescription.AttributeName))
-		require.NoError(t, tb.CheckSchema(ctx, c))
+		require.NoError(t, schema.Check(ctx, tb, c))
 
 		for _, status := range []types.IndexStatus{types.IndexStatusCreating, types.IndexStatusUpdating, types.IndexStatusDeleting} {
-			scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, &scGSIStatus{SchemaAPI: c, status: status})),
+			scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, &scGSIStatus{API: c, status: status})),
 				"table "+tb.TableName()+" GSI sc-soft-by-owner is "+string(status)+", not ACTIVE")
 		}
 	})
 	t.Run("by hand", func(t *testing.T) {
 		t.Parallel()
-		tb, c := scNewTable[scSoft](t)
-		inputs := tb.CreateTableInputs(false)
+		c := ddbtest.Client(t)
+		naming := scNaming(t)
+		tb := scOpen[scSoft](t, c, naming)
+		inputs := schema.CreateTableInputs(tb, false)
 		require.Nil(t, inputs[0].StreamSpecification)
 		for _, in := range inputs {
 			ddbtest.CreateTable(t, c, in)
 		}
-		base, idx := tb.TableName(), tb.tableOf(tb.s.byName["by_topic"])
-		scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
+		base, idx := tb.TableName(), indexTable(t, tb, "by_topic")
+		scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, c)),
 			"table "+base+": no stream; its index tables are kept from the stream, which needs NEW_AND_OLD_IMAGES (or set Options.WriteThrough)",
 			"table "+base+": TTL is not enabled (soft-deleted items would never expire); enable it on _ttl",
 			"index table "+idx+": TTL is not enabled (tombstones would never expire)",
 		)
-		wt, err := New[scSoft](c, func(o *Options) { o.TableName = tb.opts.TableName; o.WriteThrough = true })
+		wt, err := ddbindex.New[scSoft](c, naming, func(o *ddbindex.Options) { o.WriteThrough = true })
 		require.NoError(t, err)
-		scRequireProblems(t, scProblems(t, wt.CheckSchema(ctx, c)),
+		scRequireProblems(t, scProblems(t, schema.Check(ctx, wt, c)),
 			"table "+base+": TTL is not enabled (soft-deleted items",
 			"index table "+idx+": TTL is not enabled",
 		)
@@ -611,19 +607,19 @@ func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
 		ddbtest.Require(t, ddbtest.Streams)
 		ddbtest.Require(t, ddbtest.TTL)
 		tb, c := scNewTable[scSoft](t)
-		inputs := tb.CreateTableInputs(true)
+		inputs := schema.CreateTableInputs(tb, true)
 		inputs[0].StreamSpecification.StreamViewType = types.StreamViewTypeNewImage
-		require.NoError(t, tb.CreateTables(ctx, &scCreateWith{SchemaAPI: c, inputs: inputs}, func(o *CreateOptions) {
+		require.NoError(t, schema.CreateTables(ctx, tb, &scCreateWith{API: c, inputs: inputs}, func(o *schema.CreateOptions) {
 			o.WaitMinDelay, o.WaitMaxDelay = 10e6, 50e6
 		}))
-		scRequireProblems(t, scProblems(t, tb.CheckSchema(ctx, c)),
+		scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, c)),
 			"table "+tb.TableName()+": the stream's view type is NEW_IMAGE; keeping index tables needs NEW_AND_OLD_IMAGES")
 	})
 	t.Run("TTL fails on the base table", func(t *testing.T) {
 		t.Parallel()
 		tb, c := scNewTable[scSoft](t)
-		f := &scFaulty{SchemaAPI: c, failUpdateTTL: tb.TableName()}
-		err := tb.CreateTables(ctx, f, func(o *CreateOptions) {
+		f := &scFaulty{API: c, failUpdateTTL: tb.TableName()}
+		err := schema.CreateTables(ctx, tb, f, func(o *schema.CreateOptions) {
 			o.NoStream, o.WaitMinDelay, o.WaitMaxDelay = !ddbtest.Has(ddbtest.Streams), 10e6, 50e6
 		})
 		require.ErrorIs(t, err, errScInjected)
@@ -634,7 +630,7 @@ func TestSchemaStreamTTLAndGSIStatus(t *testing.T) {
 // scCreateWith creates tables from the given inputs in place of the ones
 // CreateTables asks for (matched by name), to make a table differ.
 type scCreateWith struct {
-	SchemaAPI
+	schema.API
 	inputs []*dynamodb.CreateTableInput
 }
 
@@ -644,5 +640,5 @@ func (f *scCreateWith) CreateTable(ctx context.Context, in *dynamodb.CreateTable
 			in = w
 		}
 	}
-	return f.SchemaAPI.CreateTable(ctx, in, o...)
+	return f.API.CreateTable(ctx, in, o...)
 }

@@ -1,4 +1,4 @@
-package ddbindex
+package schema
 
 import (
 	"cmp"
@@ -12,31 +12,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/retry"
+	"github.com/ddbindex/ddbindex/internal/spec"
 )
 
 // This file brings existing tables to what the declarations need
-// (Table.Prepare). What is missing comes from the same survey as
-// CheckSchema's (tables.go), so that after Prepare CheckSchema finds nothing
-// Prepare could have done.
+// (Prepare). What is missing comes from the same survey as Check's
+// (check.go), so that after Prepare Check finds nothing Prepare could have
+// done.
 
-// PrepareAPI is the part of the DynamoDB client that [Table.Prepare] needs.
+// PrepareAPI is the part of the DynamoDB client that [Prepare] needs.
 // *dynamodb.Client implements it.
 type PrepareAPI interface {
-	SchemaAPI
+	API
 	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
-// PrepareOptions configure [Table.Prepare]. The zero value of each field
+// PrepareOptions configure [Prepare]. The zero value of each field
 // means its default.
 type PrepareOptions struct {
 	// Progress, when set, is called after every DescribeTable of a wait (a
 	// table becoming ACTIVE, a GSI being created), and when DynamoDB refuses
 	// an UpdateTable because the table is busy. It runs on Prepare's
 	// goroutine: a slow Progress slows the polling.
-	Progress func(PrepareEvent)
+	Progress func(Event)
 	// WaitTimeout bounds each wait. Default 1 hour. When it runs out,
-	// Prepare returns an error that matches ErrSchemaMismatch, and DynamoDB
+	// Prepare returns an [*Error] (ddbindex.ErrSchemaMismatch), and DynamoDB
 	// goes on with what it was doing: calling Prepare again waits on.
 	WaitTimeout time.Duration
 	// WaitMinDelay and WaitMaxDelay bound the pause between two polls of a
@@ -48,13 +51,15 @@ type PrepareOptions struct {
 	// GSI's write capacity no lower than its table's, since a throttled GSI
 	// throttles the table's writes. Unused for on-demand tables.
 	GSIThroughput *types.ProvisionedThroughput
-	// ClientOptions are passed to every DynamoDB call Prepare makes.
+	// ClientOptions are passed to every DynamoDB call Prepare makes, as
+	// the SDK's own per-call options.
 	ClientOptions []func(*dynamodb.Options)
 }
 
-// PrepareEvent is what one poll of a wait in [Table.Prepare] saw.
-type PrepareEvent struct {
-	// Step is the step that waits, as PrepareReport.Steps words it.
+// Event is what one poll of a wait in [Prepare] saw: PrepareOptions.Progress
+// receives it.
+type Event struct {
+	// Step is the step that waits, as Report.Steps words it.
 	Step string
 	// Table is the table polled; Index the GSI waited for ("" when waiting
 	// for the table itself).
@@ -79,9 +84,9 @@ type PrepareEvent struct {
 	Busy error
 }
 
-// PrepareReport says what [Table.Prepare] did. After a call that found
-// nothing to do, every field is empty.
-type PrepareReport struct {
+// Report says what [Prepare] did. After a call that found nothing to do,
+// every field is empty.
+type Report struct {
 	// Steps lists, in order, every change Prepare made and every wait for
 	// a table or GSI it found not yet ACTIVE, in words.
 	Steps []string
@@ -100,47 +105,60 @@ type PrepareReport struct {
 }
 
 // Changed reports whether Prepare changed anything.
-func (r PrepareReport) Changed() bool {
+func (r Report) Changed() bool {
 	return len(r.CreatedTables) > 0 || len(r.CreatedGSIs) > 0 || r.StreamEnabled || len(r.TTLEnabled) > 0
 }
 
-// Prepare brings the existing tables to what the declarations need, and
+// Prepare brings the existing tables to what t's declarations need, and
 // reports what it did. It is idempotent: a second call finds nothing to do
 // and reports nothing.
 //
-// It creates the base table when it is missing (as [Table.CreateTableInputs]
+// It creates the base table when it is missing (as [CreateTableInputs]
 // describes it, with its GSIs and LSIs), each missing index table (of the
-// declared type or kept, see keep= in [IndexSpec]), and the control table
-// when Options.ControlTable names one; on an existing base table it adds
-// each missing GSI, declared or kept, one UpdateTable at a time as DynamoDB
-// requires, and waits until it is ACTIVE; it enables the base table's
-// NEW_AND_OLD_IMAGES stream when index tables are kept from the stream (no
-// Options.WriteThrough); and it enables TTL on Options.TTLAttr wherever
-// tombstones rely on it (index tables, and a softdelete model's base table).
-// It waits for tables and GSIs it finds CREATING or UPDATING. Progress
-// reports each poll of those waits.
+// declared type or kept, see keep= in ddbindex.IndexSpec), and the control
+// table when Options.ControlTable names one; on an existing base table it
+// adds each missing GSI, declared or kept, one UpdateTable at a time as
+// DynamoDB requires, and waits until it is ACTIVE; it enables the base
+// table's NEW_AND_OLD_IMAGES stream when index tables are kept from the
+// stream (no Options.WriteThrough); and it enables TTL on Options.TTLAttr
+// wherever tombstones rely on it (index tables, and a softdelete model's
+// base table). It waits for tables and GSIs it finds CREATING or UPDATING.
+// Progress reports each poll of those waits.
 //
 // A GSI that DynamoDB adds to an existing table holds the items that carry
 // its key attributes. Items written before the model declared the index
 // lack its derived key attributes until they are written again or
-// backfilled; items written after Prepare are in it.
+// backfilled (migrate.Backfill); items written after Prepare are in it.
 //
 // Prepare first surveys every table, and changes nothing when it finds a gap
 // it cannot close: keys or a projection that differ from the declarations,
 // a missing LSI (DynamoDB adds LSIs only with their table), a stream with
 // another view type, TTL on another attribute, a table or GSI being deleted.
-// It then returns a *SchemaError (ErrSchemaMismatch) listing them all. It
-// never deletes anything: a form of an index that is no longer kept stays,
-// and [Table.CheckSchema] goes on reporting it.
+// It then returns an [*Error] ([ddbindex.ErrSchemaMismatch]) listing them
+// all. It never deletes anything: a form of an index that is no longer kept
+// stays, and [Check] goes on reporting it.
 //
 // When a later step fails (a DynamoDB error, a server that accepts a change
 // it does not make, WaitTimeout), the report lists what was done before, and
-// calling Prepare again goes on from there. Errors talking to DynamoDB are
-// returned wrapped, as they are.
-func (t *Table[T]) Prepare(ctx context.Context, api PrepareAPI, optFns ...func(*PrepareOptions)) (PrepareReport, error) {
+// calling Prepare again goes on from there. A failed call to DynamoDB is a
+// [*ddbindex.CallError] ([ddbindex.ErrDynamoDB]), wrapped. A nil t, api or
+// option function (or a nil among ClientOptions) fails with an error
+// matching [ddbindex.ErrInvalidWrite], before any request.
+func Prepare[T any](ctx context.Context, t *ddbindex.Table[T], api PrepareAPI, optFns ...func(*PrepareOptions)) (Report, error) {
+	const op = "Prepare"
+	ts, err := tablesOf(t, ddbindex.ErrInvalidWrite, op)
+	if err != nil {
+		return Report{}, err
+	}
+	if isNil(api) {
+		return Report{}, invalid(ddbindex.ErrInvalidWrite, op, "no PrepareAPI (a nil client) to change the tables with")
+	}
 	var o PrepareOptions
-	for _, fn := range optFns {
-		fn(&o)
+	if err := apply(ddbindex.ErrInvalidWrite, op, &o, optFns); err != nil {
+		return Report{}, err
+	}
+	if err := checkClientOptions(ddbindex.ErrInvalidWrite, op, "PrepareOptions.ClientOptions", o.ClientOptions); err != nil {
+		return Report{}, err
 	}
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = time.Hour
@@ -152,8 +170,8 @@ func (t *Table[T]) Prepare(ctx context.Context, api PrepareAPI, optFns ...func(*
 		o.WaitMaxDelay = 5 * time.Second
 	}
 	o.WaitMaxDelay = max(o.WaitMaxDelay, o.WaitMinDelay)
-	p := &preparer[T]{t: t, api: prepareCalls{schemaCalls{api}, api}, o: o}
-	sv, err := t.survey(ctx, api, o.ClientOptions)
+	p := &preparer{ts: ts, api: prepareCalls{apiCalls{api}, api}, o: o}
+	sv, err := survey(ctx, ts, p.api, o.ClientOptions)
 	if err != nil {
 		return p.rep, err
 	}
@@ -164,34 +182,34 @@ func (t *Table[T]) Prepare(ctx context.Context, api PrepareAPI, optFns ...func(*
 		}
 	}
 	if len(refused) > 0 {
-		return p.rep, &SchemaError{Problems: refused, intro: "the live schema does not match the declarations, and Prepare cannot make it match (it changed nothing)"}
+		return p.rep, &Error{Problems: refused, intro: "the live schema does not match the declarations, and Prepare cannot make it match (it changed nothing)"}
 	}
 	err = p.run(ctx, sv)
 	return p.rep, err
 }
 
 // preparer carries one Prepare call.
-type preparer[T any] struct {
-	t   *Table[T]
+type preparer struct {
+	ts  *spec.Tables
 	api PrepareAPI
 	o   PrepareOptions
-	rep PrepareReport
+	rep Report
 }
 
-func (p *preparer[T]) stepf(format string, args ...any) {
+func (p *preparer) stepf(format string, args ...any) {
 	p.rep.Steps = append(p.rep.Steps, fmt.Sprintf(format, args...))
 }
 
 // failed is the error of a step that DynamoDB, or the server, did not
 // complete.
 func failed(format string, args ...any) error {
-	return &SchemaError{Problems: []string{fmt.Sprintf(format, args...)}, intro: "Prepare could not finish (its report lists what it did)"}
+	return &Error{Problems: []string{fmt.Sprintf(format, args...)}, intro: "Prepare could not finish (its report lists what it did)"}
 }
 
 // run closes the gaps, in an order that finishes the quick changes before
 // the long waits: tables, TTL, the stream, then GSIs one at a time.
-func (p *preparer[T]) run(ctx context.Context, sv *surveyed) error {
-	t := p.t
+func (p *preparer) run(ctx context.Context, sv *surveyed) error {
+	ts := p.ts
 	of := func(k fixKind) []gap {
 		var out []gap
 		for _, g := range sv.gaps {
@@ -211,10 +229,10 @@ func (p *preparer[T]) run(ctx context.Context, sv *surveyed) error {
 			return err
 		}
 		waits = append(waits, g.table)
-		if slices.Contains(t.ttlTables(), g.table) {
+		if slices.Contains(ts.TTL, g.table) {
 			ttls = append(ttls, g.table)
 		}
-		createdBase = createdBase || (created && g.table == t.TableName())
+		createdBase = createdBase || (created && g.table == ts.Base.Name)
 	}
 	for _, g := range of(fixWaitTable) {
 		waits = append(waits, g.table)
@@ -237,14 +255,14 @@ func (p *preparer[T]) run(ctx context.Context, sv *surveyed) error {
 			p.stepf("waited for table %s to become ACTIVE (it was %s)", name, was)
 		}
 	}
-	if createdBase && t.streamKept() {
-		desc, err := describeTable(ctx, p.api, t.TableName(), p.o.ClientOptions)
+	if createdBase && ts.Base.Stream {
+		desc, err := describeTable(ctx, p.api, ts.Base.Name, p.o.ClientOptions)
 		if err != nil {
 			return err
 		}
 		if !hasImagesStream(desc) {
 			return failed("table %s was created with a %s stream, but the server describes it without one: it does not implement DynamoDB Streams",
-				t.TableName(), types.StreamViewTypeNewAndOldImages)
+				ts.Base.Name, types.StreamViewTypeNewAndOldImages)
 		}
 		p.rep.StreamEnabled, p.rep.StreamARN = true, aws.ToString(desc.LatestStreamArn)
 	}
@@ -283,7 +301,7 @@ func (p *preparer[T]) run(ctx context.Context, sv *surveyed) error {
 
 // createTable creates a table; created is false when it exists already,
 // created meanwhile by another caller.
-func (p *preparer[T]) createTable(ctx context.Context, in *dynamodb.CreateTableInput) (created bool, err error) {
+func (p *preparer) createTable(ctx context.Context, in *dynamodb.CreateTableInput) (created bool, err error) {
 	name := aws.ToString(in.TableName)
 	err = p.retryBusy(ctx, "create table "+name, name, func() error {
 		if _, err := p.api.CreateTable(ctx, in, p.o.ClientOptions...); err != nil {
@@ -319,8 +337,8 @@ func (p *preparer[T]) createTable(ctx context.Context, in *dynamodb.CreateTableI
 
 // enableTTL enables TTL on Options.TTLAttr of the table, unless it is on
 // already (a concurrent caller may have done it).
-func (p *preparer[T]) enableTTL(ctx context.Context, name string) error {
-	attr := p.t.opts.TTLAttr
+func (p *preparer) enableTTL(ctx context.Context, name string) error {
+	attr := p.ts.TTLAttr
 	out, err := p.api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}, p.o.ClientOptions...)
 	if err != nil {
 		return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
@@ -350,8 +368,8 @@ func hasImagesStream(desc *types.TableDescription) bool {
 
 // enableStream turns on the existing base table's NEW_AND_OLD_IMAGES
 // stream.
-func (p *preparer[T]) enableStream(ctx context.Context) error {
-	name := p.t.TableName()
+func (p *preparer) enableStream(ctx context.Context) error {
+	name := p.ts.Base.Name
 	step := fmt.Sprintf("enable a %s stream on table %s", types.StreamViewTypeNewAndOldImages, name)
 	answered, err := p.updateTable(ctx, step, hasImagesStream, func(*types.TableDescription) *dynamodb.UpdateTableInput {
 		return &dynamodb.UpdateTableInput{
@@ -377,10 +395,10 @@ func (p *preparer[T]) enableStream(ctx context.Context) error {
 	return nil
 }
 
-// gsiOf returns the table's description of GSI d.
-func gsiOf(desc *types.TableDescription, d *layout) *types.GlobalSecondaryIndexDescription {
+// gsiOf returns the table's description of GSI ix.
+func gsiOf(desc *types.TableDescription, ix *spec.Index) *types.GlobalSecondaryIndexDescription {
 	for i := range desc.GlobalSecondaryIndexes {
-		if aws.ToString(desc.GlobalSecondaryIndexes[i].IndexName) == d.index {
+		if aws.ToString(desc.GlobalSecondaryIndexes[i].IndexName) == ix.IndexName {
 			return &desc.GlobalSecondaryIndexes[i]
 		}
 	}
@@ -389,17 +407,17 @@ func gsiOf(desc *types.TableDescription, d *layout) *types.GlobalSecondaryIndexD
 
 // createGSI adds GSI d to the existing base table, and waits until it is
 // ACTIVE.
-func (p *preparer[T]) createGSI(ctx context.Context, d *layout) error {
-	name := p.t.TableName()
-	step := fmt.Sprintf("create GSI %s (index %s) on table %s", d.index, d.name, name)
-	answered, err := p.updateTable(ctx, step, func(desc *types.TableDescription) bool { return gsiOf(desc, d) != nil },
+func (p *preparer) createGSI(ctx context.Context, ix *spec.Index) error {
+	name := p.ts.Base.Name
+	step := fmt.Sprintf("create GSI %s (index %s) on table %s", ix.IndexName, ix.Name, name)
+	answered, err := p.updateTable(ctx, step, func(desc *types.TableDescription) bool { return gsiOf(desc, ix) != nil },
 		func(desc *types.TableDescription) *dynamodb.UpdateTableInput {
 			defs := map[string]types.ScalarAttributeType{}
 			for _, a := range desc.AttributeDefinitions {
 				defs[aws.ToString(a.AttributeName)] = a.AttributeType
 			}
 			create := &types.CreateGlobalSecondaryIndexAction{
-				IndexName: aws.String(d.index), KeySchema: keySchemaOf(d, defs), Projection: d.projection(),
+				IndexName: aws.String(ix.IndexName), KeySchema: spec.KeySchema(ix.PK, ix.SK, defs), Projection: ix.Projection.Input(),
 			}
 			if provisioned(desc) {
 				create.ProvisionedThroughput = p.o.GSIThroughput
@@ -412,30 +430,30 @@ func (p *preparer[T]) createGSI(ctx context.Context, d *layout) error {
 			}
 			return &dynamodb.UpdateTableInput{
 				TableName:                   aws.String(name),
-				AttributeDefinitions:        attrDefs(defs),
+				AttributeDefinitions:        spec.AttrDefs(defs),
 				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: create}},
 			}
 		})
 	if err != nil {
 		return err
 	}
-	if answered != nil && gsiOf(answered, d) == nil {
+	if answered != nil && gsiOf(answered, ix) == nil {
 		// DynamoDB answers with the GSI CREATING; look again before
 		// concluding that the server did not add it.
 		desc, err := describeTable(ctx, p.api, name, p.o.ClientOptions)
 		if err != nil {
 			return err
 		}
-		if desc == nil || gsiOf(desc, d) == nil {
+		if desc == nil || gsiOf(desc, ix) == nil {
 			return failed("table %s: the server accepted UpdateTable creating GSI %s (index %s), but describes the table without it: it does not add GSIs to existing tables",
-				name, d.index, d.name)
+				name, ix.IndexName, ix.Name)
 		}
 	}
 	if answered != nil {
-		p.rep.CreatedGSIs = append(p.rep.CreatedGSIs, d.index)
-		p.stepf("created GSI %s (index %s) on table %s", d.index, d.name, name)
+		p.rep.CreatedGSIs = append(p.rep.CreatedGSIs, ix.IndexName)
+		p.stepf("created GSI %s (index %s) on table %s", ix.IndexName, ix.Name, name)
 	}
-	return p.waitIndexActive(ctx, step, d)
+	return p.waitIndexActive(ctx, step, ix)
 }
 
 // provisioned reports whether the table is billed in PROVISIONED mode, whose
@@ -449,35 +467,35 @@ func provisioned(desc *types.TableDescription) bool {
 }
 
 // waitGSI waits for a GSI that the survey found CREATING or UPDATING.
-func (p *preparer[T]) waitGSI(ctx context.Context, d *layout) error {
-	name := p.t.TableName()
+func (p *preparer) waitGSI(ctx context.Context, ix *spec.Index) error {
+	name := p.ts.Base.Name
 	desc, err := describeTable(ctx, p.api, name, p.o.ClientOptions)
 	if err != nil {
 		return err
 	}
 	was := types.IndexStatus("")
 	if desc != nil {
-		if g := gsiOf(desc, d); g != nil {
+		if g := gsiOf(desc, ix); g != nil {
 			was = g.IndexStatus
 		}
 	}
-	if err := p.waitIndexActive(ctx, fmt.Sprintf("wait for GSI %s (index %s) on table %s", d.index, d.name, name), d); err != nil {
+	if err := p.waitIndexActive(ctx, fmt.Sprintf("wait for GSI %s (index %s) on table %s", ix.IndexName, ix.Name, name), ix); err != nil {
 		return err
 	}
 	if was != "" && was != types.IndexStatusActive {
-		p.stepf("waited for GSI %s (index %s) on table %s to become ACTIVE (it was %s)", d.index, d.name, name, was)
+		p.stepf("waited for GSI %s (index %s) on table %s to become ACTIVE (it was %s)", ix.IndexName, ix.Name, name, was)
 	}
 	return nil
 }
 
-func (p *preparer[T]) waitIndexActive(ctx context.Context, step string, d *layout) error {
-	_, err := p.wait(ctx, step, p.t.TableName(), d.index, func(desc *types.TableDescription) (bool, error) {
-		g := gsiOf(desc, d)
+func (p *preparer) waitIndexActive(ctx context.Context, step string, ix *spec.Index) error {
+	_, err := p.wait(ctx, step, p.ts.Base.Name, ix.IndexName, func(desc *types.TableDescription) (bool, error) {
+		g := gsiOf(desc, ix)
 		switch {
 		case g == nil:
-			return false, failed("table %s: GSI %s (index %s) disappeared while Prepare waited for it", p.t.TableName(), d.index, d.name)
+			return false, failed("table %s: GSI %s (index %s) disappeared while Prepare waited for it", p.ts.Base.Name, ix.IndexName, ix.Name)
 		case g.IndexStatus == types.IndexStatusDeleting:
-			return false, failed("table %s: GSI %s (index %s) is being deleted", p.t.TableName(), d.index, d.name)
+			return false, failed("table %s: GSI %s (index %s) is being deleted", p.ts.Base.Name, ix.IndexName, ix.Name)
 		}
 		return g.IndexStatus == types.IndexStatusActive, nil
 	})
@@ -489,8 +507,8 @@ func (p *preparer[T]) waitIndexActive(ctx context.Context, step string, d *layou
 // change is there already; while DynamoDB refuses it as busy, it waits and
 // sends it again. It returns the table's description as UpdateTable
 // answered it, nil when done said so.
-func (p *preparer[T]) updateTable(ctx context.Context, step string, done func(*types.TableDescription) bool, build func(*types.TableDescription) *dynamodb.UpdateTableInput) (*types.TableDescription, error) {
-	name := p.t.TableName()
+func (p *preparer) updateTable(ctx context.Context, step string, done func(*types.TableDescription) bool, build func(*types.TableDescription) *dynamodb.UpdateTableInput) (*types.TableDescription, error) {
+	name := p.ts.Base.Name
 	var answered *types.TableDescription
 	err := p.retryBusy(ctx, step, name, func() error {
 		desc, err := p.waitTable(ctx, step, name)
@@ -525,7 +543,7 @@ func isLimitExceeded(err error) bool {
 
 // retryBusy calls call until it succeeds or fails otherwise than busy says,
 // pausing between attempts, within WaitTimeout.
-func (p *preparer[T]) retryBusy(ctx context.Context, step, table string, call func() error, busy func(error) bool) error {
+func (p *preparer) retryBusy(ctx context.Context, step, table string, call func() error, busy func(error) bool) error {
 	start := time.Now()
 	delay := p.o.WaitMinDelay
 	for {
@@ -534,7 +552,7 @@ func (p *preparer[T]) retryBusy(ctx context.Context, step, table string, call fu
 			return err
 		}
 		elapsed := time.Since(start)
-		p.progress(PrepareEvent{Step: step, Table: table, Elapsed: elapsed, Busy: err})
+		p.progress(Event{Step: step, Table: table, Elapsed: elapsed, Busy: err})
 		if elapsed >= p.o.WaitTimeout {
 			return failed("%s: DynamoDB still refused it after %v (%v); run Prepare again once the table is no longer busy", step, p.o.WaitTimeout, err)
 		}
@@ -546,7 +564,7 @@ func (p *preparer[T]) retryBusy(ctx context.Context, step, table string, call fu
 }
 
 // waitTable waits until the table is ACTIVE.
-func (p *preparer[T]) waitTable(ctx context.Context, step, name string) (*types.TableDescription, error) {
+func (p *preparer) waitTable(ctx context.Context, step, name string) (*types.TableDescription, error) {
 	return p.wait(ctx, step, name, "", func(desc *types.TableDescription) (bool, error) {
 		switch desc.TableStatus {
 		case types.TableStatusActive:
@@ -561,7 +579,7 @@ func (p *preparer[T]) waitTable(ctx context.Context, step, name string) (*types.
 // wait polls DescribeTable until ready says so, reporting each poll to
 // Progress. A table not found yet is polled on: DynamoDB may not describe a
 // table at once after creating it.
-func (p *preparer[T]) wait(ctx context.Context, step, table, index string, ready func(*types.TableDescription) (bool, error)) (*types.TableDescription, error) {
+func (p *preparer) wait(ctx context.Context, step, table, index string, ready func(*types.TableDescription) (bool, error)) (*types.TableDescription, error) {
 	start := time.Now()
 	delay := p.o.WaitMinDelay
 	for {
@@ -569,7 +587,7 @@ func (p *preparer[T]) wait(ctx context.Context, step, table, index string, ready
 		if err != nil {
 			return nil, err
 		}
-		ev := PrepareEvent{Step: step, Table: table, Index: index, Elapsed: time.Since(start)}
+		ev := Event{Step: step, Table: table, Index: index, Elapsed: time.Since(start)}
 		seen := "not yet described"
 		if desc != nil {
 			ev.TableStatus = desc.TableStatus
@@ -599,7 +617,7 @@ func (p *preparer[T]) wait(ctx context.Context, step, table, index string, ready
 	}
 }
 
-func (p *preparer[T]) progress(ev PrepareEvent) {
+func (p *preparer) progress(ev Event) {
 	if p.o.Progress != nil {
 		p.o.Progress(ev)
 	}

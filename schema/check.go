@@ -1,0 +1,455 @@
+package schema
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
+	"github.com/ddbindex/ddbindex/internal/spec"
+)
+
+// This file compares the declarations with what DynamoDB describes: Check,
+// and the survey that Check reports and Prepare acts on.
+
+// Check compares t's declarations with the live tables (DescribeTable,
+// DescribeTimeToLive) and reports every mismatch in one [*Error]: a missing
+// table or index, key attribute names and types (a GSI key declared String
+// whose attribute is a Number leaves items out of the index), an index
+// projection that lacks attributes the declaration projects, a GSI that is
+// not ACTIVE, TTL not enabled where tombstones rely on it (index tables,
+// and the base table of a softdelete model), when index tables are kept
+// from the stream (no Options.WriteThrough), a base table without a
+// NEW_AND_OLD_IMAGES stream, a missing control table
+// (Options.ControlTable), a form of an index that exists but is neither
+// declared nor kept (see keep= in ddbindex.IndexSpec), and, when api can
+// Scan as well (a *dynamodb.Client can: [ddbindex.ScanAPI]), a sharded
+// index whose entries were written under another shards= (it reads up to 8
+// entries of each form: an index keeps its key schema when its number of
+// shards changes, so only entries tell). optFns are applied to every
+// request Check sends, as the SDK's own per-call options.
+//
+// A failed call to DynamoDB is a [*ddbindex.CallError]
+// ([ddbindex.ErrDynamoDB]), not a mismatch. A nil t, api or option function
+// fails with an error matching [ddbindex.ErrInvalidQuery], before any
+// request.
+//
+// [Prepare] closes the gaps it can: it creates missing tables and GSIs,
+// waits for a GSI that is not ACTIVE, and enables the stream and TTL. It
+// never deletes, so a form no longer kept stays reported here until it is
+// dropped by hand; and keys or projections that differ, a missing LSI, or a
+// stream or TTL set up otherwise need a decision Prepare does not make.
+func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*dynamodb.Options)) error {
+	const op = "Check"
+	ts, err := tablesOf(t, ddbindex.ErrInvalidQuery, op)
+	if err != nil {
+		return err
+	}
+	if isNil(api) {
+		return invalid(ddbindex.ErrInvalidQuery, op, "no API (a nil client) to describe the tables with")
+	}
+	if err := checkClientOptions(ddbindex.ErrInvalidQuery, op, "client option", optFns); err != nil {
+		return err
+	}
+	sv, err := survey(ctx, ts, apiCalls{api}, optFns)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, g := range sv.gaps {
+		if g.problem != "" {
+			problems = append(problems, g.problem)
+		}
+	}
+	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if err := checkDropped(ts, sv.base, sv.lookup, addf); err != nil {
+		return err
+	}
+	if sc, ok := api.(ddbindex.ScanAPI); ok {
+		if err := checkShards(ctx, ts, scanCalls{sc}, addf, optFns); err != nil {
+			return err
+		}
+	}
+	if len(problems) > 0 {
+		return &Error{Problems: problems}
+	}
+	return nil
+}
+
+// A gap is one difference between the declarations and the live tables:
+// what Check reports about it, and what Prepare does about it.
+type gap struct {
+	// problem is Check's report; "" for a state Check accepts but Prepare
+	// must wait out or refuse (a table still CREATING).
+	problem string
+	// refusal says why Prepare cannot close the gap, when fix is fixNone and
+	// problem does not say it already.
+	refusal string
+	fix     fixKind
+	table   string                     // the physical table the fix changes or waits for
+	index   *spec.Index                // the GSI of fixCreateGSI and fixWaitGSI
+	create  *dynamodb.CreateTableInput // the table of fixCreateTable
+}
+
+// fixKind is what Prepare does about a gap.
+type fixKind uint8
+
+const (
+	fixNone        fixKind = iota // nothing: Prepare refuses, and changes nothing
+	fixCreateTable                // CreateTable, then wait until ACTIVE
+	fixWaitTable                  // wait until the table is ACTIVE
+	fixTTL                        // UpdateTimeToLive
+	fixStream                     // UpdateTable with a NEW_AND_OLD_IMAGES stream
+	fixWaitGSI                    // wait until the GSI is ACTIVE
+	fixCreateGSI                  // UpdateTable creating the GSI, then wait until ACTIVE
+)
+
+// surveyed is what survey found.
+type surveyed struct {
+	gaps []gap
+	base *types.TableDescription // nil when the base table does not exist
+	// lookup describes a table: nil, nil when it does not exist.
+	lookup func(name string) (*types.TableDescription, error)
+}
+
+// survey compares the described tables with the live ones and lists every
+// gap, in the order Check reports them. It changes nothing.
+func survey(ctx context.Context, ts *spec.Tables, api API, optFns []func(*dynamodb.Options)) (*surveyed, error) {
+	sv := &surveyed{lookup: func(name string) (*types.TableDescription, error) {
+		return describeTable(ctx, api, name, optFns)
+	}}
+	add := func(g gap) { sv.gaps = append(sv.gaps, g) }
+	unfixable := func(format string, args ...any) { add(gap{problem: fmt.Sprintf(format, args...)}) }
+	// status adds what an existing table's status asks of Prepare.
+	status := func(desc *types.TableDescription, name string) {
+		switch desc.TableStatus {
+		case types.TableStatusActive, "":
+		case types.TableStatusCreating, types.TableStatusUpdating:
+			add(gap{fix: fixWaitTable, table: name})
+		default:
+			add(gap{refusal: fmt.Sprintf("table %s is %s: Prepare changes ACTIVE tables only (it waits for CREATING and UPDATING ones)", name, desc.TableStatus)})
+		}
+	}
+	ttlAttr := ts.TTLAttr
+	ttl := func(what, name, why string) error {
+		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}, optFns...)
+		if err != nil {
+			return fmt.Errorf("ddbindex: describe TTL of %s: %w", name, err)
+		}
+		desc := out.TimeToLiveDescription
+		var st types.TimeToLiveStatus
+		if desc != nil {
+			st = desc.TimeToLiveStatus
+		}
+		switch {
+		case st == types.TimeToLiveStatusDisabling:
+			p := fmt.Sprintf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, ttlAttr)
+			add(gap{problem: p, refusal: p + ": it is being disabled (DISABLING), and DynamoDB refuses to enable it until that ends (up to an hour); run Prepare again then"})
+		case st != types.TimeToLiveStatusEnabled && st != types.TimeToLiveStatusEnabling:
+			add(gap{problem: fmt.Sprintf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, ttlAttr), fix: fixTTL, table: name})
+		case aws.ToString(desc.AttributeName) != ttlAttr:
+			p := fmt.Sprintf("%s %s: TTL is on %s, not on %s", what, name, aws.ToString(desc.AttributeName), ttlAttr)
+			add(gap{problem: p, refusal: fmt.Sprintf("%s: a table has one TTL attribute, and Prepare does not move it; disable TTL on %s first (UpdateTimeToLive), or set Options.TTLAttr to %s",
+				p, aws.ToString(desc.AttributeName), aws.ToString(desc.AttributeName))})
+		}
+		return nil
+	}
+	inputs := ts.CreateTableInputs(ts.Base.Stream)
+	inputOf := func(name string) *dynamodb.CreateTableInput {
+		for _, in := range inputs {
+			if aws.ToString(in.TableName) == name {
+				return in
+			}
+		}
+		return nil
+	}
+	baseName := ts.Base.Name
+	base, err := sv.lookup(baseName)
+	if err != nil {
+		return nil, err
+	}
+	sv.base = base
+	if base == nil {
+		add(gap{problem: fmt.Sprintf("table %s does not exist", baseName), fix: fixCreateTable, table: baseName, create: inputs[0]})
+	} else {
+		where := "table " + baseName
+		status(base, baseName)
+		checkKeys(unfixable, where, ts.Base.PK, ts.Base.SK, base.KeySchema, base.AttributeDefinitions)
+		for i := range ts.Base.Indexes {
+			ix := &ts.Base.Indexes[i]
+			ks, proj, st, found := findIndex(base, ix.Kind, ix.IndexName)
+			if !found {
+				p := fmt.Sprintf("%s has no %s named %s (index %s)", where, kindWord(ix.Kind), ix.IndexName, ix.Name)
+				if ix.Kind == spec.LSI {
+					add(gap{problem: p, refusal: p + ": DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
+						"Declare the index type=gsi (keep= during a migration), or create a new table with the LSI and copy the items into it"})
+				} else if clash := attrClash(ix, base.AttributeDefinitions); clash != "" {
+					add(gap{problem: p, refusal: p + ": " + clash})
+				} else {
+					add(gap{problem: p, fix: fixCreateGSI, table: baseName, index: ix})
+				}
+				continue
+			}
+			what := fmt.Sprintf("%s %s %s", where, kindWord(ix.Kind), ix.IndexName)
+			checkKeys(unfixable, what, ix.PK, ix.SK, ks, base.AttributeDefinitions)
+			checkProjection(unfixable, what, ix, proj)
+			if st != "" && st != types.IndexStatusActive {
+				p := fmt.Sprintf("%s is %s, not ACTIVE: queries of index %s fail or miss items until it is", what, st, ix.Name)
+				if st == types.IndexStatusCreating || st == types.IndexStatusUpdating {
+					add(gap{problem: p, fix: fixWaitGSI, table: baseName, index: ix})
+				} else {
+					add(gap{problem: p, refusal: p + "; Prepare does not wait for a deletion: run it again once the GSI is gone, and it creates it anew"})
+				}
+			}
+		}
+		if ts.Base.Stream {
+			s := base.StreamSpecification
+			switch {
+			case s == nil || !aws.ToBool(s.StreamEnabled):
+				add(gap{problem: fmt.Sprintf("%s: no stream; its index tables are kept from the stream, which needs %s (or set Options.WriteThrough)", where, types.StreamViewTypeNewAndOldImages),
+					fix: fixStream, table: baseName})
+			case s.StreamViewType != types.StreamViewTypeNewAndOldImages:
+				p := fmt.Sprintf("%s: the stream's view type is %s; keeping index tables needs %s", where, s.StreamViewType, types.StreamViewTypeNewAndOldImages)
+				add(gap{problem: p, refusal: p + ". Prepare does not change it: a stream's view type cannot change in place, so the stream must be disabled and enabled again (UpdateTable), " +
+					"which closes the old stream and opens a new one with a new ARN: whatever reads the old stream must finish it and move to the new one"})
+			}
+		}
+		if ts.Base.SoftDelete {
+			if err := ttl("table", baseName, "soft-deleted items"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, it := range ts.IndexTables {
+		desc, err := sv.lookup(it.Name)
+		if err != nil {
+			return nil, err
+		}
+		if desc == nil {
+			add(gap{problem: fmt.Sprintf("table %s does not exist", it.Name), fix: fixCreateTable, table: it.Name, create: inputOf(it.Name)})
+			continue
+		}
+		status(desc, it.Name)
+		checkKeys(unfixable, "index table "+it.Name, it.PK, it.SK, desc.KeySchema, desc.AttributeDefinitions)
+		if err := ttl("index table", it.Name, "tombstones"); err != nil {
+			return nil, err
+		}
+	}
+	if in := ts.ControlTableInput(); in != nil {
+		name := ts.Control.Name
+		desc, err := sv.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		if desc == nil {
+			add(gap{problem: fmt.Sprintf("control table %s (Options.ControlTable) does not exist: no migrate.Router can read the fleet's routes", name),
+				fix: fixCreateTable, table: name, create: in})
+		} else {
+			status(desc, name)
+			checkKeys(unfixable, "control table "+name, ts.Control.PK, ts.Control.SK, desc.KeySchema, desc.AttributeDefinitions)
+		}
+	}
+	return sv, nil
+}
+
+// kindWord is how messages name a GSI or an LSI.
+func kindWord(k spec.Kind) string { return strings.ToUpper(string(k)) }
+
+// describeTable describes a table: nil, nil when it does not exist.
+func describeTable(ctx context.Context, api API, name string, optFns []func(*dynamodb.Options)) (*types.TableDescription, error) {
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, optFns...)
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ddbindex: describe table %s: %w", name, err)
+	}
+	return out.Table, nil
+}
+
+// attrClash says why DynamoDB would refuse to add GSI ix to a table with
+// the given attribute definitions: a key attribute of ix defined with
+// another type. "" when there is none.
+func attrClash(ix *spec.Index, defs []types.AttributeDefinition) string {
+	for _, k := range []*spec.Key{&ix.PK, ix.SK} {
+		if k == nil {
+			continue
+		}
+		for _, a := range defs {
+			if aws.ToString(a.AttributeName) == k.Attr && a.AttributeType != k.Type {
+				return fmt.Sprintf("its key attribute %s is of type %s, but the table defines %s as %s (for its own key or another index), so DynamoDB would refuse to create it",
+					k.Attr, k.Type, k.Attr, a.AttributeType)
+			}
+		}
+	}
+	return ""
+}
+
+// checkDropped reports a form of an index that exists but that the
+// declaration neither serves nor keeps: the plain flip from type=gsi to
+// type=table (or back). Instances still running the old declaration read
+// that form, and this one stops writing it, so they would miss every item it
+// writes or changes from now on.
+func checkDropped(ts *spec.Tables, base *types.TableDescription, lookup func(string) (*types.TableDescription, error), addf func(string, ...any)) error {
+	for _, dr := range ts.Dropped {
+		exists := false
+		if dr.Kind == spec.Table {
+			desc, err := lookup(dr.Table)
+			if err != nil {
+				return err
+			}
+			exists = desc != nil
+		} else if base != nil {
+			_, _, _, exists = findIndex(base, dr.Kind, dr.IndexName)
+		}
+		if exists {
+			addf("index %s is declared type=%s, but its %s form %s still exists and is no longer kept: instances that still read it would miss every write from now on. "+
+				"Declare type=%s,keep=%s until no instance reads that form (the README's migration runbook), then drop it",
+				dr.Index, dr.Declared, dr.Kind, cmp.Or(dr.IndexName, dr.Table), dr.Declared, dr.Kind)
+		}
+	}
+	return nil
+}
+
+// findIndex returns a GSI's or LSI's key schema, projection and status (a
+// GSI's; "" for an LSI, which is active with its table).
+func findIndex(desc *types.TableDescription, kind spec.Kind, name string) ([]types.KeySchemaElement, *types.Projection, types.IndexStatus, bool) {
+	if kind == spec.GSI {
+		for _, g := range desc.GlobalSecondaryIndexes {
+			if aws.ToString(g.IndexName) == name {
+				return g.KeySchema, g.Projection, g.IndexStatus, true
+			}
+		}
+	} else {
+		for _, l := range desc.LocalSecondaryIndexes {
+			if aws.ToString(l.IndexName) == name {
+				return l.KeySchema, l.Projection, "", true
+			}
+		}
+	}
+	return nil, nil, "", false
+}
+
+func checkKeys(addf func(string, ...any), where string, pk spec.Key, sk *spec.Key, ks []types.KeySchemaElement, defs []types.AttributeDefinition) {
+	typeOf := func(attr string) types.ScalarAttributeType {
+		for _, a := range defs {
+			if aws.ToString(a.AttributeName) == attr {
+				return a.AttributeType
+			}
+		}
+		return ""
+	}
+	want := []struct {
+		k   *spec.Key
+		typ types.KeyType
+	}{{&pk, types.KeyTypeHash}, {sk, types.KeyTypeRange}}
+	for _, w := range want {
+		var live *types.KeySchemaElement
+		for i := range ks {
+			if ks[i].KeyType == w.typ {
+				live = &ks[i]
+			}
+		}
+		role := "partition"
+		if w.typ == types.KeyTypeRange {
+			role = "sort"
+		}
+		switch {
+		case w.k == nil && live != nil:
+			addf("%s: has %s key %s, the declaration has none", where, role, aws.ToString(live.AttributeName))
+		case w.k == nil:
+		case live == nil:
+			addf("%s: no %s key; the declaration has %s (%s)", where, role, w.k.Attr, w.k.Type)
+		case aws.ToString(live.AttributeName) != w.k.Attr:
+			addf("%s: %s key is %s, the declaration has %s", where, role, aws.ToString(live.AttributeName), w.k.Attr)
+		default:
+			if lt := typeOf(w.k.Attr); lt != w.k.Type {
+				addf("%s: %s key %s is of type %s, the declaration has %s (items whose attribute has the declared type are left out of the index, or rejected)", where, role, w.k.Attr, lt, w.k.Type)
+			}
+		}
+	}
+}
+
+func checkProjection(addf func(string, ...any), where string, ix *spec.Index, p *types.Projection) {
+	if p == nil {
+		addf("%s: no projection described", where)
+		return
+	}
+	switch p.ProjectionType {
+	case types.ProjectionTypeAll:
+		return
+	case types.ProjectionTypeKeysOnly:
+		if ix.Projection.Type != types.ProjectionTypeKeysOnly {
+			addf("%s: projects keys only; the declaration reads %s", where, projectionWords(ix))
+		}
+	case types.ProjectionTypeInclude:
+		switch ix.Projection.Type {
+		case types.ProjectionTypeKeysOnly:
+			return
+		case types.ProjectionTypeAll:
+			addf("%s: projects only %v; the declaration reads all attributes", where, p.NonKeyAttributes)
+			return
+		}
+		var missing []string
+		for _, a := range ix.NonKey {
+			if !slices.Contains(p.NonKeyAttributes, a) {
+				missing = append(missing, a)
+			}
+		}
+		if len(missing) > 0 {
+			addf("%s: does not project %v, which the declaration reads", where, missing)
+		}
+	}
+}
+
+func projectionWords(ix *spec.Index) string {
+	if ix.Declared != nil {
+		return strings.Join(ix.Declared, ", ")
+	}
+	return "all attributes"
+}
+
+// shardSample is how many entries Check reads from each form of a sharded
+// index.
+const shardSample = 8
+
+// checkShards reads a few entries of each form of every sharded index and
+// checks that each is in the shard its base key hashes to under the
+// declared shards=: an index written with another number of shards (or
+// unsharded) keeps its key schema, so only its entries can tell. A form
+// that does not exist is skipped (its gap is reported already).
+func checkShards(ctx context.Context, ts *spec.Tables, api ddbindex.ScanAPI, addf func(string, ...any), optFns []func(*dynamodb.Options)) error {
+	for _, sh := range ts.Sharded {
+		in := &dynamodb.ScanInput{TableName: aws.String(sh.Table), Limit: aws.Int32(shardSample)}
+		what := "index table " + sh.Table
+		if sh.IndexName != "" {
+			in.IndexName = aws.String(sh.IndexName)
+			what = fmt.Sprintf("table %s %s %s", sh.Table, kindWord(sh.Kind), sh.IndexName)
+		}
+		out, err := api.Scan(ctx, in, optFns...)
+		var nf *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &nf) || (err != nil && retry.IsValidation(err)):
+			continue // no such table or index: a gap reported already
+		case err != nil:
+			return fmt.Errorf("ddbindex: schema.Check, sampling the shards of %s: %w", what, err)
+		}
+		for _, item := range out.Items {
+			if err := sh.Fits(item); err != nil {
+				addf("%s: an entry's key does not fit shards=%d (%v): the index was written with another number of shards, or none; "+
+					"changing shards= makes a new index (see the README's resharding)", what, sh.Shards, err)
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package schema
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+
+	"github.com/ddbindex/ddbindex"
+)
+
+// This file holds the package's error type, Error, and the errors of its
+// arguments. As every error of the module, they match a sentinel of package
+// ddbindex with errors.Is, and ddbindex.Code gives its code.
+
+// Error lists every difference between the declarations and the live
+// tables: what [Check] found, what [Prepare] cannot close, or the step
+// Prepare could not finish. It matches [ddbindex.ErrSchemaMismatch] (code
+// DDBX-500).
+type Error struct {
+	// Problems are the differences, one sentence each.
+	Problems []string
+	// intro replaces the opening words of the text; "" for Check's.
+	intro string
+}
+
+// Error lists the problems, one a line.
+func (e *Error) Error() string {
+	return fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
+		cmp.Or(e.intro, "the live schema does not match the declarations"),
+		e.Code(), strings.Join(e.Problems, "\n  - "))
+}
+
+// Is makes Error match [ddbindex.ErrSchemaMismatch].
+func (e *Error) Is(target error) bool { return target == ddbindex.ErrSchemaMismatch }
+
+// Code returns ddbindex.ErrSchemaMismatch's code, so that [ddbindex.Code]
+// gives it.
+func (e *Error) Code() string { return ddbindex.Code(ddbindex.ErrSchemaMismatch) }
+
+// invalid is an error of a call's arguments (a nil table, client or option
+// function), matching sentinel: ddbindex.ErrInvalidWrite for CreateTables
+// and Prepare, which change tables, ddbindex.ErrInvalidQuery for Check,
+// which reads them. It is raised before any request.
+func invalid(sentinel error, op, format string, args ...any) error {
+	return fmt.Errorf("%w: schema.%s: "+format, append([]any{sentinel, op}, args...)...)
+}

@@ -1,0 +1,145 @@
+package schema_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/schema"
+)
+
+// otCounter counts the SDK operations of the calls whose options it is in,
+// by operation name, in the Initialize step (once per operation, whatever
+// its retries).
+type otCounter struct {
+	id string // the middleware's ID, unique within a stack
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *otCounter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				c.mu.Lock()
+				if c.n == nil {
+					c.n = map[string]int{}
+				}
+				c.n[awsmiddleware.GetOperationName(ctx)]++
+				c.mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *otCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}
+
+// TestPerCallClientOptions: CreateTables, Check and Prepare apply the
+// caller's per-call SDK options to each request they send (as the root
+// package's test of the same name checks for a Table's methods): a client
+// counts every operation it sends (all), the options of one call count the
+// operations they reach (mine), and after each call the two agree.
+func TestPerCallClientOptions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	all := &otCounter{id: "otAll"}
+	plain := ddbtest.Client(t)
+	client := dynamodb.New(plain.Options(), all.option)
+	tb := scOpen[scTicket](t, plain, scNaming(t))
+
+	step := func(name string, want []string, call func(opt func(*dynamodb.Options))) {
+		t.Helper()
+		mine := &otCounter{id: "otMine"}
+		call(mine.option)
+		sent, reached := all.take(), mine.take()
+		require.Equal(t, sent, reached, "%s: every request it sent had the per-call options", name)
+		for _, op := range want {
+			require.Positive(t, reached[op], "%s sends %s", name, op)
+		}
+	}
+	step("CreateTables", []string{"CreateTable", "DescribeTable"}, func(opt func(*dynamodb.Options)) {
+		require.NoError(t, schema.CreateTables(ctx, tb, client, func(o *schema.CreateOptions) {
+			o.NoTTL, o.NoStream = !ddbtest.Has(ddbtest.TTL), !ddbtest.Has(ddbtest.Streams)
+			o.WaitMinDelay, o.WaitMaxDelay = 10*time.Millisecond, 50*time.Millisecond
+			o.ClientOptions = []func(*dynamodb.Options){opt}
+		}))
+	})
+	step("Check", []string{"DescribeTable"}, func(opt func(*dynamodb.Options)) {
+		err := schema.Check(ctx, tb, client, opt)
+		if scFull() {
+			require.NoError(t, err)
+		} else {
+			require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch, "a server without streams or TTL")
+		}
+	})
+	// Prepare from nothing: a model without index tables needs neither a
+	// stream nor TTL, which some servers lack.
+	fresh := scOpen[scPlain](t, plain, scNaming(t))
+	step("Prepare", []string{"CreateTable", "DescribeTable"}, func(opt func(*dynamodb.Options)) {
+		rep, err := schema.Prepare(ctx, fresh, client, func(o *schema.PrepareOptions) {
+			o.WaitMinDelay, o.WaitMaxDelay = 10*time.Millisecond, 50*time.Millisecond
+			o.ClientOptions = []func(*dynamodb.Options){opt}
+		})
+		require.NoError(t, err)
+		require.Equal(t, []string{fresh.TableName()}, rep.CreatedTables)
+	})
+}
+
+// apiOnly hides every method of the client but schema.API's, to show
+// Check needs no more.
+type apiOnly struct{ schema.API }
+
+// roClient has the read methods of a DynamoDB client and nothing else, as a
+// read-only service's client would.
+type roClient struct{ c *dynamodb.Client }
+
+func (r roClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return r.c.GetItem(ctx, in, optFns...)
+}
+
+func (r roClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return r.c.BatchGetItem(ctx, in, optFns...)
+}
+
+func (r roClient) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return r.c.Query(ctx, in, optFns...)
+}
+
+// scFull reports whether the server has what every table of scTicket
+// needs (a stream, TTL), so that Check of tables CreateTables made passes.
+func scFull() bool { return ddbtest.Has(ddbtest.Streams) && ddbtest.Has(ddbtest.TTL) }
+
+// TestCheckReadOnlyTable: Check takes its own client, and checks a table
+// made by ddbindex.NewReadOnly as any other, with a client that can only
+// describe tables.
+func TestCheckReadOnlyTable(t *testing.T) {
+	t.Parallel()
+	c := ddbtest.Client(t)
+	naming := scNaming(t)
+	newTestTableNamed[scTicket](t, c, naming)
+	ro, err := ddbindex.NewReadOnly[scTicket](roClient{c}, naming)
+	require.NoError(t, err)
+	_, writes := any(roClient{c}).(ddbindex.WriteAPI)
+	require.False(t, writes, "the table's client has no write method")
+	err = schema.Check(t.Context(), ro, apiOnly{c})
+	if scFull() {
+		require.NoError(t, err)
+	} else {
+		require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch, "a server without streams or TTL")
+	}
+}
