@@ -66,7 +66,7 @@ func Equal(a, b types.AttributeValue) bool {
 		if !ok || x == nil || y == nil {
 			return ok && x == y
 		}
-		return sameSet(x.Value, y.Value, numberKey, NumberEqual)
+		return sameSet(x.Value, y.Value, NumberKey, NumberEqual)
 	case *types.AttributeValueMemberBS:
 		y, ok := b.(*types.AttributeValueMemberBS)
 		if !ok || x == nil || y == nil {

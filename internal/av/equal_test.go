@@ -96,7 +96,7 @@ func TestNumberEqual(t *testing.T) {
 	} {
 		require.Equal(t, c.want, NumberEqual(c.a, c.b), "%q = %q", c.a, c.b)
 		require.Equal(t, c.want, NumberEqual(c.b, c.a), "%q = %q", c.b, c.a)
-		require.Equal(t, c.want, numberKey(c.a) == numberKey(c.b), "keys of %q and %q: %q, %q", c.a, c.b, numberKey(c.a), numberKey(c.b))
+		require.Equal(t, c.want, NumberKey(c.a) == NumberKey(c.b), "keys of %q and %q: %q, %q", c.a, c.b, NumberKey(c.a), NumberKey(c.b))
 	}
 }
 
@@ -256,7 +256,7 @@ func TestIdentical(t *testing.T) {
 	}
 }
 
-// FuzzNumberEqual checks NumberEqual and numberKey against exact rational
+// FuzzNumberEqual checks NumberEqual and NumberKey against exact rational
 // arithmetic (math/big), for texts of small exponent that both read.
 func FuzzNumberEqual(f *testing.F) {
 	for _, seed := range [][2]string{{"1", "1.0"}, {"-0", "0"}, {"1E+0", "01"}, {digits38, digits38b}, {"0.001", "1e-3"}, {"12.5", "125e-1"}, {"abc", "1"}} {
@@ -267,8 +267,8 @@ func FuzzNumberEqual(f *testing.F) {
 		if got != NumberEqual(b, a) {
 			t.Fatalf("NumberEqual(%q, %q) is not symmetric", a, b)
 		}
-		if got != (numberKey(a) == numberKey(b)) {
-			t.Fatalf("NumberEqual(%q, %q) = %v, keys %q and %q", a, b, got, numberKey(a), numberKey(b))
+		if got != (NumberKey(a) == NumberKey(b)) {
+			t.Fatalf("NumberEqual(%q, %q) = %v, keys %q and %q", a, b, got, NumberKey(a), NumberKey(b))
 		}
 		x, okx := parseNumber(a)
 		y, oky := parseNumber(b)
@@ -345,9 +345,23 @@ func BenchmarkEqual(bm *testing.B) {
 			bm.ReportAllocs()
 			for bm.Loop() {
 				if EqualItems(c.a, c.b) != want {
-					bm.Fatal(fmt.Sprintf("EqualItems = %v", !want))
+					bm.Fatalf("EqualItems = %v", !want)
 				}
 			}
 		})
+	}
+}
+
+func TestNumberKey(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"1": "0.1e1", "1.0": "0.1e1", "10e-1": "0.1e1", "-0": "0", "0.000": "0",
+		"-123.4500": "-0.12345e3", "0.001": "0.1e-2", digits38: "0." + digits38 + "e38",
+		"abc": "\x00abc",
+	} {
+		require.Equal(t, want, NumberKey(in), in)
+		if IsNumber(in) {
+			require.True(t, NumberEqual(in, want), "the key of %q is a number of its value", in)
+		}
 	}
 }

@@ -145,10 +145,12 @@ func NumberEqual(a, b string) bool {
 	return x.neg == y.neg && x.point == y.point && x.n == y.n && sameDigits(x, y)
 }
 
-// numberKey is a text equal for Number texts exactly when NumberEqual is
-// true of them: the canonical form of a number, or the text itself behind
-// a byte no canonical form starts with.
-func numberKey(s string) string {
+// NumberKey is a text that is the same for two Number texts exactly when
+// [NumberEqual] is true of them, for a map key or a key's text: a number's
+// canonical form, itself a Number text of the same value ("1", "1.0" and
+// "10e-1" all give "0.1e1", "-0" gives "0"), or a text that is not a number
+// behind a byte no canonical form starts with.
+func NumberKey(s string) string {
 	d, ok := parseNumber(s)
 	if !ok {
 		return "\x00" + s
@@ -157,10 +159,11 @@ func numberKey(s string) string {
 		return "0"
 	}
 	var b strings.Builder
-	b.Grow(d.n + 8)
+	b.Grow(d.n + 16)
 	if d.neg {
 		b.WriteByte('-')
 	}
+	b.WriteString("0.")
 	for i := 0; i < len(d.sig); i++ {
 		if d.sig[i] != '.' {
 			b.WriteByte(d.sig[i])
