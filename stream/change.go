@@ -21,8 +21,11 @@ import (
 // ChangeFromRecord converts a DynamoDB Streams record into a Change whose
 // version is the record's sequence number. The stream must carry both images
 // (NEW_AND_OLD_IMAGES). A malformed record (no sequence number, an image its
-// event needs missing or empty, an unknown event or attribute type) is an
-// error matching [ddbindex.ErrStreamRecord].
+// event needs missing or empty, an unknown event or attribute type, an
+// attribute value DynamoDB could not have sent: a Number that is not a
+// number, a nil member) is an error matching [ddbindex.ErrStreamRecord]
+// that names the attribute. Images convert with the SDK's converter
+// (attributevalue.FromDynamoDBStreamsMap); Numbers keep their text.
 func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
 	if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil || *r.Dynamodb.SequenceNumber == "" {
 		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
@@ -41,7 +44,9 @@ func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
 
 // ChangeFromLambdaRecord converts an AWS Lambda DynamoDB stream event record
 // into a Change whose version is the record's sequence number. Its errors
-// are those of [ChangeFromRecord].
+// are those of [ChangeFromRecord], and a value of no type (the zero
+// events.DynamoDBAttributeValue, on which aws-lambda-go's accessors panic)
+// is one too.
 func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, error) {
 	if r.Change.SequenceNumber == "" {
 		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
