@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/ddbindex/ddbindex/internal/av"
 	"github.com/ddbindex/ddbindex/internal/bridge"
 	"github.com/ddbindex/ddbindex/internal/retry"
 )
@@ -154,7 +155,7 @@ func (b *backfiller[T]) entry(ctx context.Context, img map[string]types.Attribut
 		return bridge.Sparse, nil
 	}
 	table := t.tableOf(b.d)
-	if err := b.wait(ctx, o, "PutItem", table, itemSize(e)); err != nil {
+	if err := b.wait(ctx, o, "PutItem", table, av.ItemSize(e)); err != nil {
 		return 0, err
 	}
 	put := &dynamodb.PutItemInput{
@@ -179,12 +180,12 @@ func (b *backfiller[T]) attributes(ctx context.Context, img map[string]types.Att
 	for _, k := range b.derived {
 		have, has := img[k.attr]
 		switch {
-		case in && (!has || !avEqual(have, want[k.attr])):
+		case in && (!has || !av.Equal(have, want[k.attr])):
 			set = append(set, x.name(k.attr)+" = "+x.value(want[k.attr]))
-			added += len(k.attr) + valueSize(want[k.attr])
+			added += av.AttrSize(k.attr, want[k.attr])
 		case !in && has:
 			remove = append(remove, x.name(k.attr))
-			removed += len(k.attr) + valueSize(have)
+			removed += av.AttrSize(k.attr, have)
 		}
 	}
 	switch {
@@ -208,7 +209,7 @@ func (b *backfiller[T]) attributes(ctx context.Context, img map[string]types.Att
 		}
 	}
 	table := t.TableName()
-	size := itemSize(img)
+	size := av.ItemSize(img)
 	if err := b.wait(ctx, o, "UpdateItem", table, max(size, size+added-removed)); err != nil {
 		return 0, err
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file holds the read-path benchmarks of issue 3 and the property test
@@ -99,7 +101,7 @@ func benchNewGSIItem(channel string, seq int64) benchGSIItem {
 }
 
 // benchItemSize is DynamoDB's size of an item, as the page fill counts it.
-func benchItemSize(item map[string]types.AttributeValue) int { return itemSize(item) }
+func benchItemSize(item map[string]types.AttributeValue) int { return av.ItemSize(item) }
 
 // ---- Overhead: canned response ------------------------------------------------
 

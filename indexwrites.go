@@ -1,7 +1,6 @@
 package ddbindex
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file keeps index tables in step with the base table. From a base
@@ -282,18 +283,21 @@ func versionValue(v string) (types.AttributeValue, error) {
 	return &types.AttributeValueMemberS{Value: strings.Repeat("0", maxVersionDigits-len(v)) + v}, nil
 }
 
+// sameKey reports whether two items hold the same key of d, compared as
+// DynamoDB compares keys (a Number by value).
 func sameKey(d *layout, a, b map[string]types.AttributeValue) bool {
 	for _, k := range []*keyAttr{d.pk, d.sk} {
-		if k != nil && !avEqual(a[k.attr], b[k.attr]) {
+		if k != nil && !av.Equal(a[k.attr], b[k.attr]) {
 			return false
 		}
 	}
 	return true
 }
 
-// sameAttrs reports whether two items hold equal attributes, except the
-// one named except (which both must hold or lack alike for the counts to
-// match); except "" compares everything.
+// sameAttrs reports whether two items hold equal attributes (as DynamoDB
+// compares them: numbers by value, sets in any order), except the one named
+// except (which both must hold or lack alike for the counts to match);
+// except "" compares everything.
 func sameAttrs(a, b map[string]types.AttributeValue, except string) bool {
 	if len(a) != len(b) {
 		return false
@@ -303,7 +307,7 @@ func sameAttrs(a, b map[string]types.AttributeValue, except string) bool {
 			continue
 		}
 		w, has := b[k]
-		if !has || !avEqual(v, w) {
+		if !has || !av.Equal(v, w) {
 			return false
 		}
 	}
@@ -369,45 +373,27 @@ var (
 	avUnmarshalerType = reflect.TypeFor[attributevalue.Unmarshaler]()
 )
 
-// avEqual reports whether two attribute values are equal, without
-// reflection for the scalar types.
-func avEqual(a, b types.AttributeValue) bool {
-	switch x := a.(type) {
-	case *types.AttributeValueMemberS:
-		y, ok := b.(*types.AttributeValueMemberS)
-		return ok && x.Value == y.Value
-	case *types.AttributeValueMemberN:
-		y, ok := b.(*types.AttributeValueMemberN)
-		return ok && x.Value == y.Value
-	case *types.AttributeValueMemberB:
-		y, ok := b.(*types.AttributeValueMemberB)
-		return ok && bytes.Equal(x.Value, y.Value)
-	case *types.AttributeValueMemberBOOL:
-		y, ok := b.(*types.AttributeValueMemberBOOL)
-		return ok && x.Value == y.Value
-	case *types.AttributeValueMemberNULL:
-		y, ok := b.(*types.AttributeValueMemberNULL)
-		return ok && x.Value == y.Value
-	}
-	return reflect.DeepEqual(a, b)
-}
-
 // imageTexts reads the canonical key texts of a stored item's key fields.
 // Where prev (another image of the item, whose texts are prevTexts) holds the
 // same value, its text is reused: most changes leave most key fields alone.
 func (s *schema) imageTexts(img, prev map[string]types.AttributeValue, prevTexts keyTexts) (keyTexts, error) {
 	out := s.newKeyTexts()
 	for _, f := range s.fields {
-		av := img[f.attr]
+		v := img[f.attr]
 		if prev != nil {
-			if pv, has := prev[f.attr]; has && av != nil && avEqual(av, pv) {
+			// The reuse must see the very text textFromAV would read, not
+			// merely an equal value: textFromAV reads a Number's text
+			// (an unsigned field takes "1" but refuses "1.0"; an int
+			// field reads "9007199254740993.0" through a float64), and
+			// a custom type may keep the text it was given.
+			if pv, has := prev[f.attr]; has && v != nil && av.Identical(v, pv) {
 				if t, ok := prevTexts.get(f); ok {
 					out.put(f, t)
 					continue
 				}
 			}
 		}
-		t, ok, err := f.textFromAV(av)
+		t, ok, err := f.textFromAV(v)
 		if err != nil {
 			return nil, fmt.Errorf("ddbindex: %s.%s: %w", s.model, f.goName, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file turns between the three forms of a key: a model value's fields, a
@@ -368,7 +370,7 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 		if err != nil {
 			return nil, err
 		}
-		if !avEqual(want, item[d.pk.attr]) {
+		if !av.Equal(want, item[d.pk.attr]) {
 			return nil, fmt.Errorf("%s: the entry is in another shard than its base key's: %w", d.pk.attr, errMalformed)
 		}
 	}

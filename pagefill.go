@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file owns the page-fill loop. DynamoDB applies Limit before the
@@ -434,7 +436,7 @@ func (s *sizer) sample(items []map[string]types.AttributeValue) {
 	step := max(1, len(items)/maxSampled)
 	for i := 0; i < len(items); i += step {
 		s.sampled[0]++
-		s.sampled[1] += itemSize(items[i])
+		s.sampled[1] += av.ItemSize(items[i])
 	}
 }
 
@@ -544,59 +546,6 @@ func (s *sizer) settle() {
 	s.live += l
 	s.read += r
 	s.pending, s.after, s.exitDead = 0, [2]int{}, 0
-}
-
-// itemSize is an item's size as DynamoDB counts it for read units: the
-// lengths of its attribute names and values (a Number's digits in about half
-// as many bytes).
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, e := range v.Value {
-			n += (len(e)+1)/2 + 1
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 1 // BOOL, NULL
 }
 
 // ---- memo ------------------------------------------------------------------

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file checks what the page fill costs, against a model of DynamoDB's
@@ -173,7 +175,7 @@ func pfmLoad(t testing.TB, tb *Table[benchFeedItem], dead []bool, size int) *pfm
 			item = maps.Clone(item)
 			item[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
 		}
-		m.entries = append(m.entries, pfmEntry{sk: e.sk, item: item, size: itemSize(item), dead: dead[len(dead)-1-i]})
+		m.entries = append(m.entries, pfmEntry{sk: e.sk, item: item, size: av.ItemSize(item), dead: dead[len(dead)-1-i]})
 	}
 	return m
 }
@@ -196,7 +198,7 @@ func pfmLive(t testing.TB, tb *Table[benchFeedItem], n, size int) []pfmEntry {
 		return e
 	}
 	body := ""
-	if pad := size - itemSize(entry(n, "")); pad > 0 {
+	if pad := size - av.ItemSize(entry(n, "")); pad > 0 {
 		body = strings.Repeat("x", pad)
 	}
 	out := make([]pfmEntry, n)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex/internal/av"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
@@ -402,9 +403,9 @@ func shbItemsOf[T any](b *testing.B, tb *Table[T], mk func(id, feed string, at i
 		entrySize := func(it T) int {
 			puts := puts(tb, it)
 			if d.ownTable {
-				return itemSize(puts[tb.tableOf(d)][0])
+				return av.ItemSize(puts[tb.tableOf(d)][0])
 			}
-			return itemSize(shbProjected(d, puts[tb.TableName()][0]))
+			return av.ItemSize(shbProjected(d, puts[tb.TableName()][0]))
 		}
 		id := func() string { return fmt.Sprintf("%s-%016x", feed, rng.Uint64()) }
 		pad := size - entrySize(mk(id(), feed, shbItems, ""))

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file checks what pages of a sharded index cost, and compares the
@@ -207,7 +209,7 @@ func shmLoad(t testing.TB, seed, n, size int, density float64) *shmData {
 		require.NoError(t, err)
 		return shbProjected(d, av)
 	}
-	body := strings.Repeat("x", size-itemSize(entry(d16, mk(n, ""))))
+	body := strings.Repeat("x", size-av.ItemSize(entry(d16, mk(n, ""))))
 	deadExtra := tb.opts.tombstoneMarkBytes()
 	data := &shmData{skAttr: map[string]string{}, parts: map[string][]shmEntry{}, at: map[string]int64{}}
 	for i := n - 1; i >= 0; i-- {
@@ -223,7 +225,7 @@ func shmLoad(t testing.TB, seed, n, size int, density float64) *shmData {
 			require.NoError(t, err)
 			e := entry(d, it)
 			key := d.index + "\x00" + e[d.pk.attr].(*types.AttributeValueMemberS).Value
-			sz := itemSize(e)
+			sz := av.ItemSize(e)
 			if isDead {
 				sz += deadExtra
 			}

@@ -1,12 +1,10 @@
 package ddbindex
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"math/big"
 	mrand "math/rand/v2"
 	"reflect"
 	"slices"
@@ -21,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file is what the writes (put.go, delete.go, move.go, update.go)
@@ -624,86 +624,8 @@ func (t *Table[T]) state(cur map[string]types.AttributeValue) string {
 
 // sameItem reports whether two items hold the same attributes, comparing
 // values as DynamoDB does (numbers by value, sets as sets), since a server
-// returns numbers normalized and sets in its own order.
+// returns numbers normalized and sets in its own order. No item is never
+// our item.
 func sameItem(a, b map[string]types.AttributeValue) bool {
-	if len(a) != len(b) || len(a) == 0 {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || !sameValue(v, w) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameValue(a, b types.AttributeValue) bool {
-	switch x := a.(type) {
-	case *types.AttributeValueMemberN:
-		y, ok := b.(*types.AttributeValueMemberN)
-		return ok && sameNumber(x.Value, y.Value)
-	case *types.AttributeValueMemberSS:
-		y, ok := b.(*types.AttributeValueMemberSS)
-		return ok && sameSet(x.Value, y.Value, func(p, q string) bool { return p == q })
-	case *types.AttributeValueMemberNS:
-		y, ok := b.(*types.AttributeValueMemberNS)
-		return ok && sameSet(x.Value, y.Value, sameNumber)
-	case *types.AttributeValueMemberBS:
-		y, ok := b.(*types.AttributeValueMemberBS)
-		return ok && sameSet(x.Value, y.Value, bytes.Equal)
-	case *types.AttributeValueMemberL:
-		y, ok := b.(*types.AttributeValueMemberL)
-		if !ok || len(x.Value) != len(y.Value) {
-			return false
-		}
-		for i := range x.Value {
-			if !sameValue(x.Value[i], y.Value[i]) {
-				return false
-			}
-		}
-		return true
-	case *types.AttributeValueMemberM:
-		y, ok := b.(*types.AttributeValueMemberM)
-		if !ok || len(x.Value) != len(y.Value) {
-			return false
-		}
-		for k, v := range x.Value {
-			w, ok := y.Value[k]
-			if !ok || !sameValue(v, w) {
-				return false
-			}
-		}
-		return true
-	}
-	return avEqual(a, b)
-}
-
-// sameNumber compares two DynamoDB Number texts by value.
-func sameNumber(a, b string) bool {
-	if a == b {
-		return true
-	}
-	x, ok1 := new(big.Rat).SetString(a)
-	y, ok2 := new(big.Rat).SetString(b)
-	return ok1 && ok2 && x.Cmp(y) == 0
-}
-
-// sameSet compares two sets, each element matched once.
-func sameSet[E any](a, b []E, eq func(E, E) bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	used := make([]bool, len(b))
-outer:
-	for _, x := range a {
-		for j, y := range b {
-			if !used[j] && eq(x, y) {
-				used[j] = true
-				continue outer
-			}
-		}
-		return false
-	}
-	return true
+	return len(a) > 0 && av.EqualItems(a, b)
 }

@@ -11,6 +11,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file converts stream records into Changes: one adapter for DynamoDB
@@ -20,8 +21,11 @@ import (
 // ChangeFromRecord converts a DynamoDB Streams record into a Change whose
 // version is the record's sequence number. The stream must carry both images
 // (NEW_AND_OLD_IMAGES). A malformed record (no sequence number, an image its
-// event needs missing or empty, an unknown event or attribute type) is an
-// error matching [ddbindex.ErrStreamRecord].
+// event needs missing or empty, an unknown event or attribute type, an
+// attribute value DynamoDB could not have sent: a Number that is not a
+// number, a nil member) is an error matching [ddbindex.ErrStreamRecord]
+// that names the attribute. Images convert with the SDK's converter
+// (attributevalue.FromDynamoDBStreamsMap); Numbers keep their text.
 func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
 	if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil || *r.Dynamodb.SequenceNumber == "" {
 		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
@@ -40,17 +44,19 @@ func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
 
 // ChangeFromLambdaRecord converts an AWS Lambda DynamoDB stream event record
 // into a Change whose version is the record's sequence number. Its errors
-// are those of [ChangeFromRecord].
+// are those of [ChangeFromRecord], and a value of no type (the zero
+// events.DynamoDBAttributeValue, on which aws-lambda-go's accessors panic)
+// is one too.
 func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, error) {
 	if r.Change.SequenceNumber == "" {
 		return ddbindex.Change{}, fmt.Errorf("%w: a record without a sequence number", ddbindex.ErrStreamRecord)
 	}
 	c := ddbindex.Change{Version: r.Change.SequenceNumber}
 	var err error
-	if c.Old, err = lambdaImageSafe(r.Change.OldImage); err != nil {
+	if c.Old, err = lambdaImage(r.Change.OldImage); err != nil {
 		return ddbindex.Change{}, fmt.Errorf("%w: record %s: old image: %w", ddbindex.ErrStreamRecord, c.Version, err)
 	}
-	if c.New, err = lambdaImageSafe(r.Change.NewImage); err != nil {
+	if c.New, err = lambdaImage(r.Change.NewImage); err != nil {
 		return ddbindex.Change{}, fmt.Errorf("%w: record %s: new image: %w", ddbindex.ErrStreamRecord, c.Version, err)
 	}
 	return c, checkImages(r.EventName, c, r.Change.StreamViewType)
@@ -94,115 +100,20 @@ func checkImages(event string, c ddbindex.Change, view string) error {
 	return nil
 }
 
+// streamImage converts a DynamoDB Streams image with the SDK's converter,
+// checked by av (a nil member or a Number that is not a number is an
+// error, not a panic or a value passed on).
 func streamImage(img map[string]streamtypes.AttributeValue) (map[string]types.AttributeValue, error) {
-	return convertImage(img, fromStreamAV)
+	return av.FromStreamImage(img)
 }
 
-// convertImage converts an item image of another package's attribute
-// values, attribute by attribute; a nil image stays nil.
-func convertImage[V any](img map[string]V, conv func(V) (types.AttributeValue, error)) (map[string]types.AttributeValue, error) {
-	if img == nil {
-		return nil, nil
-	}
-	out := make(map[string]types.AttributeValue, len(img))
-	for k, v := range img {
-		av, err := conv(v)
-		if err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", k, err)
-		}
-		out[k] = av
-	}
-	return out, nil
-}
-
-func fromStreamAV(v streamtypes.AttributeValue) (types.AttributeValue, error) {
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return &types.AttributeValueMemberS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberN:
-		return &types.AttributeValueMemberN{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberB:
-		return &types.AttributeValueMemberB{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberBOOL:
-		return &types.AttributeValueMemberBOOL{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberNULL:
-		return &types.AttributeValueMemberNULL{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberSS:
-		return &types.AttributeValueMemberSS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberBS:
-		return &types.AttributeValueMemberBS{Value: v.Value}, nil
-	case *streamtypes.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			av, err := fromStreamAV(e)
-			if err != nil {
-				return nil, err
-			}
-			l[i] = av
-		}
-		return &types.AttributeValueMemberL{Value: l}, nil
-	case *streamtypes.AttributeValueMemberM:
-		m, err := streamImage(v.Value)
-		if err != nil {
-			return nil, err
-		}
-		return &types.AttributeValueMemberM{Value: m}, nil
-	}
-	return nil, fmt.Errorf("unsupported stream attribute value %T", v)
-}
-
-// lambdaImageSafe is lambdaImage, with a panic of aws-lambda-go's accessors
-// turned into an error: they assert their value's type unchecked, and the
-// zero DynamoDBAttributeValue claims to be Binary while holding nothing.
-func lambdaImageSafe(img map[string]events.DynamoDBAttributeValue) (out map[string]types.AttributeValue, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("invalid Lambda attribute value: %v", r)
-		}
-	}()
-	return lambdaImage(img)
-}
-
+// lambdaImage converts a Lambda event image: into a DynamoDB Streams image
+// by the package's one converter of aws-lambda-go's values
+// (streamImageFromLambda), then as a Streams image is.
 func lambdaImage(img map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
-	return convertImage(img, fromLambdaAV)
-}
-
-func fromLambdaAV(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {
-	switch v.DataType() {
-	case events.DataTypeString:
-		return &types.AttributeValueMemberS{Value: v.String()}, nil
-	case events.DataTypeNumber:
-		return &types.AttributeValueMemberN{Value: v.Number()}, nil
-	case events.DataTypeBinary:
-		return &types.AttributeValueMemberB{Value: v.Binary()}, nil
-	case events.DataTypeBoolean:
-		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}, nil
-	case events.DataTypeNull:
-		return &types.AttributeValueMemberNULL{Value: true}, nil
-	case events.DataTypeStringSet:
-		return &types.AttributeValueMemberSS{Value: v.StringSet()}, nil
-	case events.DataTypeNumberSet:
-		return &types.AttributeValueMemberNS{Value: v.NumberSet()}, nil
-	case events.DataTypeBinarySet:
-		return &types.AttributeValueMemberBS{Value: v.BinarySet()}, nil
-	case events.DataTypeList:
-		l := make([]types.AttributeValue, len(v.List()))
-		for i, e := range v.List() {
-			av, err := fromLambdaAV(e)
-			if err != nil {
-				return nil, err
-			}
-			l[i] = av
-		}
-		return &types.AttributeValueMemberL{Value: l}, nil
-	case events.DataTypeMap:
-		m, err := lambdaImage(v.Map())
-		if err != nil {
-			return nil, err
-		}
-		return &types.AttributeValueMemberM{Value: m}, nil
+	si, err := streamImageFromLambda(img)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unsupported Lambda attribute value type %d", v.DataType())
+	return streamImage(si)
 }

@@ -235,3 +235,49 @@ func TestChangeFromLambdaRecordInvalidValue(t *testing.T) {
 	require.ErrorContains(t, err, "new image")
 	require.ErrorContains(t, err, "invalid Lambda attribute value")
 }
+
+// TestChangeFromRecordsMalformed: a value DynamoDB could not have sent (a
+// Number that is not a number, a nil member, a Lambda value of no type),
+// at the top of an image or deep in it, fails the record with an error
+// that names where it is, from either adapter, and never panics.
+func TestChangeFromRecordsMalformed(t *testing.T) {
+	t.Parallel()
+	const view = "NEW_AND_OLD_IMAGES"
+	for name, c := range map[string]struct {
+		img  map[string]streamtypes.AttributeValue
+		want string
+	}{
+		"number": {map[string]streamtypes.AttributeValue{"n": &streamtypes.AttributeValueMemberN{Value: "12abc"}},
+			`attribute n: "12abc" is not a number`},
+		"number set": {map[string]streamtypes.AttributeValue{"ns": &streamtypes.AttributeValueMemberNS{Value: []string{"1", "NaN"}}},
+			`"NaN" in a number set is not a number`},
+		"nil member": {map[string]streamtypes.AttributeValue{"s": (*streamtypes.AttributeValueMemberS)(nil)},
+			"attribute s: a nil"},
+		"nil in a list in a map": {map[string]streamtypes.AttributeValue{"m": &streamtypes.AttributeValueMemberM{Value: map[string]streamtypes.AttributeValue{
+			"l": &streamtypes.AttributeValueMemberL{Value: []streamtypes.AttributeValue{nil}}}}},
+			"attribute m.l[0]: no value"},
+	} {
+		_, err := ChangeFromRecord(chStreamRecord("INSERT", "5", view, nil, c.img))
+		require.ErrorIs(t, err, ddbindex.ErrStreamRecord, name)
+		require.ErrorContains(t, err, "new image", name)
+		require.ErrorContains(t, err, c.want, name)
+	}
+	for name, c := range map[string]struct {
+		img  map[string]events.DynamoDBAttributeValue
+		want string
+	}{
+		"number": {map[string]events.DynamoDBAttributeValue{"n": events.NewNumberAttribute("1.2.3")},
+			`attribute n: "1.2.3" is not a number`},
+		"number set": {map[string]events.DynamoDBAttributeValue{"ns": events.NewNumberSetAttribute([]string{"Infinity"})},
+			`"Infinity" in a number set is not a number`},
+		"empty value in a list": {map[string]events.DynamoDBAttributeValue{"l": events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewStringAttribute("a"), {}})},
+			"attribute l[1]: invalid Lambda attribute value"},
+		"empty value in a map": {map[string]events.DynamoDBAttributeValue{"m": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"k": {}})},
+			"attribute m.k: invalid Lambda attribute value"},
+	} {
+		_, err := ChangeFromLambdaRecord(chLambdaRecord("REMOVE", "5", view, c.img, nil))
+		require.ErrorIs(t, err, ddbindex.ErrStreamRecord, name)
+		require.ErrorContains(t, err, "old image", name)
+		require.ErrorContains(t, err, c.want, name)
+	}
+}

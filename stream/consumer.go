@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/av"
 	"github.com/ddbindex/ddbindex/internal/retry"
 	"github.com/ddbindex/ddbindex/schema"
 )
@@ -799,7 +800,9 @@ func groupByItem(recs []streamtypes.Record) [][]int {
 }
 
 // appendItemKey appends an unambiguous text of a base key: its attribute
-// names, sorted, each with its value's type and length-prefixed value.
+// names, sorted, each with its value's type and length-prefixed value, a
+// Number in its canonical form (av.NumberKey), so that two records share a
+// text exactly when DynamoDB sees one key in them ("1" and "1.0" are one).
 func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 	names := make([]string, 0, len(key))
 	for k := range key {
@@ -809,15 +812,22 @@ func appendItemKey(b []byte, key map[string]streamtypes.AttributeValue) []byte {
 	for _, k := range names {
 		var typ byte
 		var v []byte
-		switch av := key[k].(type) {
+		switch x := key[k].(type) {
 		case *streamtypes.AttributeValueMemberS:
-			typ, v = 'S', []byte(av.Value)
+			if x != nil {
+				typ, v = 'S', []byte(x.Value)
+			}
 		case *streamtypes.AttributeValueMemberN:
-			typ, v = 'N', []byte(av.Value)
+			if x != nil {
+				typ, v = 'N', []byte(av.NumberKey(x.Value))
+			}
 		case *streamtypes.AttributeValueMemberB:
-			typ, v = 'B', av.Value
-		default:
-			typ, v = '?', fmt.Appendf(nil, "%T", av)
+			if x != nil {
+				typ, v = 'B', x.Value
+			}
+		}
+		if typ == 0 {
+			typ, v = '?', fmt.Appendf(nil, "%T", key[k])
 		}
 		b = strconv.AppendInt(b, int64(len(k)), 10)
 		b = append(b, ':')

@@ -127,14 +127,22 @@ func keyString(key map[string]streamtypes.AttributeValue) string {
 		b.WriteByte('=')
 		switch v := key[n].(type) {
 		case *streamtypes.AttributeValueMemberS:
-			fmt.Fprintf(&b, "%q", v.Value)
+			if v != nil {
+				fmt.Fprintf(&b, "%q", v.Value)
+				continue
+			}
 		case *streamtypes.AttributeValueMemberN:
-			b.WriteString(v.Value)
+			if v != nil {
+				b.WriteString(v.Value)
+				continue
+			}
 		case *streamtypes.AttributeValueMemberB:
-			fmt.Fprintf(&b, "0x%x", v.Value)
-		default:
-			fmt.Fprintf(&b, "%T", v)
+			if v != nil {
+				fmt.Fprintf(&b, "0x%x", v.Value)
+				continue
+			}
 		}
+		fmt.Fprintf(&b, "%T", key[n])
 	}
 	b.WriteByte('}')
 	return b.String()

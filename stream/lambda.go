@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -11,6 +12,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/av"
 	"github.com/ddbindex/ddbindex/internal/retry"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -232,8 +234,8 @@ func (h *LambdaHandler[T]) Apply(ctx context.Context, ev events.DynamoDBEvent) (
 // record; a record that cannot be converted (an attribute value of no known
 // type) is an error matching ddbindex.ErrStreamRecord, with as much of the
 // record as was converted.
-func recordFromLambda(r events.DynamoDBEventRecord) (out streamtypes.Record, err error) {
-	out = streamtypes.Record{
+func recordFromLambda(r events.DynamoDBEventRecord) (streamtypes.Record, error) {
+	out := streamtypes.Record{
 		AwsRegion:    aws.String(r.AWSRegion),
 		EventID:      aws.String(r.EventID),
 		EventName:    streamtypes.OperationType(r.EventName),
@@ -251,11 +253,6 @@ func recordFromLambda(r events.DynamoDBEventRecord) (out streamtypes.Record, err
 		sr.ApproximateCreationDateTime = aws.Time(at)
 	}
 	out.Dynamodb = sr
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: record %s: invalid Lambda attribute value: %v", ddbindex.ErrStreamRecord, r.Change.SequenceNumber, p)
-		}
-	}()
 	for _, part := range []struct {
 		name string
 		from map[string]events.DynamoDBAttributeValue
@@ -270,22 +267,39 @@ func recordFromLambda(r events.DynamoDBEventRecord) (out streamtypes.Record, err
 	return out, nil
 }
 
+// streamImageFromLambda converts a Lambda event image (or keys) into a
+// DynamoDB Streams image: the package's one converter of aws-lambda-go's
+// attribute values, which no SDK converter reads. A nil image stays nil. A
+// value that is not what it claims to be (aws-lambda-go's accessors panic
+// on one: the zero DynamoDBAttributeValue says it is Binary and holds
+// nothing) is an error naming the attribute; what the Streams image holds
+// is checked further where it is converted on (av.FromStreamImage).
 func streamImageFromLambda(img map[string]events.DynamoDBAttributeValue) (map[string]streamtypes.AttributeValue, error) {
 	if img == nil {
 		return nil, nil
 	}
 	out := make(map[string]streamtypes.AttributeValue, len(img))
 	for k, v := range img {
-		av, err := streamAVFromLambda(v)
+		sv, err := streamAVFromLambda(v, k)
 		if err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", k, err)
+			return nil, err
 		}
-		out[k] = av
+		out[k] = sv
 	}
 	return out, nil
 }
 
-func streamAVFromLambda(v events.DynamoDBAttributeValue) (streamtypes.AttributeValue, error) {
+// streamAVFromLambda converts one Lambda attribute value, at path (for
+// errors).
+func streamAVFromLambda(v events.DynamoDBAttributeValue, path string) (_ streamtypes.AttributeValue, err error) {
+	if v == (events.DynamoDBAttributeValue{}) {
+		return nil, fmt.Errorf("%w: attribute %s: invalid Lambda attribute value: an empty value, of no type", av.ErrMalformed, path)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: attribute %s: invalid Lambda attribute value: %v", av.ErrMalformed, path, p)
+		}
+	}()
 	switch v.DataType() {
 	case events.DataTypeString:
 		return &streamtypes.AttributeValueMemberS{Value: v.String()}, nil
@@ -306,19 +320,23 @@ func streamAVFromLambda(v events.DynamoDBAttributeValue) (streamtypes.AttributeV
 	case events.DataTypeList:
 		l := make([]streamtypes.AttributeValue, len(v.List()))
 		for i, e := range v.List() {
-			av, err := streamAVFromLambda(e)
+			sv, err := streamAVFromLambda(e, path+"["+strconv.Itoa(i)+"]")
 			if err != nil {
 				return nil, err
 			}
-			l[i] = av
+			l[i] = sv
 		}
 		return &streamtypes.AttributeValueMemberL{Value: l}, nil
 	case events.DataTypeMap:
-		m, err := streamImageFromLambda(v.Map())
-		if err != nil {
-			return nil, err
+		m := make(map[string]streamtypes.AttributeValue, len(v.Map()))
+		for k, e := range v.Map() {
+			sv, err := streamAVFromLambda(e, path+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = sv
 		}
 		return &streamtypes.AttributeValueMemberM{Value: m}, nil
 	}
-	return nil, fmt.Errorf("unsupported Lambda attribute value type %d", v.DataType())
+	return nil, fmt.Errorf("%w: attribute %s: invalid Lambda attribute value: unsupported type %d", av.ErrMalformed, path, v.DataType())
 }
