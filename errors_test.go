@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -264,7 +263,7 @@ func erCases() []erCase {
 			it, err := tb.Put(t.Context(), erTomb{Team: "T", ID: "1"})
 			require.NoError(t, err)
 			require.NoError(t, tb.Delete(t.Context(), it))
-			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, expression.Set(expression.Name("other"), expression.Value(1)))
+			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, Set("other", 1))
 		}},
 		{"an Update that loses the derived-key race twice", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
 			tb, c := newTestTable[upTicket](t)
@@ -272,9 +271,9 @@ func erCases() []erCase {
 			it, err := tb.Put(t.Context(), upTicket{Team: "T", ID: "1", Status: "open", Opened: upT0, Queue: "Q", Prio: 1})
 			require.NoError(t, err)
 			hc.beforeUpdate = func(n int) { // another writer changes a component Update read, before each attempt
-				require.NoError(t, tb.Update(t.Context(), upKey(it), expression.Set(expression.Name("prio"), expression.Value(1+n))))
+				require.NoError(t, tb.Update(t.Context(), upKey(it), Set("prio", 1+n)))
 			}
-			err = h.Update(t.Context(), upKey(it), expression.Set(expression.Name("status"), expression.Value("closed")))
+			err = h.Update(t.Context(), upKey(it), Set("status", "closed"))
 			require.Equal(t, 2, hc.updates, "one retry, then the conflict")
 			var ce *ConflictError
 			require.ErrorAs(t, err, &ce)
@@ -286,12 +285,12 @@ func erCases() []erCase {
 		{"an Update of a derived GSI key attribute", "ErrKeyChange", nil, func(t *testing.T) error {
 			tb, err := New[upTicket](nil)
 			require.NoError(t, err)
-			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, expression.Set(expression.Name("GSK"), expression.Value("x")))
+			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, Set("GSK", "x"))
 		}},
 		{"an Update of a base key component", "ErrKeyChange", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
-			return tb.Update(t.Context(), erItem{Team: "T", ID: "1"}, expression.Set(expression.Name("id"), expression.Value("2")))
+			return tb.Update(t.Context(), erItem{Team: "T", ID: "1"}, Set("id", "2"))
 		}},
 		{"a write-through transaction over 100 actions", "ErrTooManyActions", nil, func(t *testing.T) error {
 			c := ddbtest.Client(t)
@@ -327,7 +326,7 @@ func erCases() []erCase {
 		{"an Update of the deleted field", "ErrInvalidWrite", nil, func(t *testing.T) error {
 			tb, err := New[erTomb](nil)
 			require.NoError(t, err)
-			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, expression.Set(expression.Name("gone"), expression.Value(false)))
+			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, Set("gone", false))
 		}},
 		{"a change with a malformed version", "ErrInvalidWrite", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil)
@@ -338,7 +337,7 @@ func erCases() []erCase {
 		{"Update with index tables written through", "ErrUnsupported", nil, func(t *testing.T) error {
 			tb, err := New[erItem](nil, wrWriteThrough)
 			require.NoError(t, err)
-			return tb.Update(t.Context(), erItem{Team: "T", ID: "1"}, expression.Set(expression.Name("other"), expression.Value(1)))
+			return tb.Update(t.Context(), erItem{Team: "T", ID: "1"}, Set("other", 1))
 		}},
 		{"a write on a read-only table", "ErrUnsupported", nil, func(t *testing.T) error {
 			tb, err := NewReadOnly[erItem](nil)
@@ -365,7 +364,7 @@ func erCases() []erCase {
 			require.NoError(t, err)
 			// status and opened make by_status's derived sort key: Update
 			// reads opened to compute it.
-			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, expression.Set(expression.Name("status"), expression.Value("closed")))
+			return tb.Update(t.Context(), upTicket{Team: "T", ID: "1"}, Set("status", "closed"))
 		}},
 		{"an item whose keys do not decode", "ErrMalformedItem", nil, func(t *testing.T) error {
 			// A server's answer (a fake's: a page is read to its end, so

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ddbindex/ddbindex"
@@ -373,7 +372,7 @@ func ExampleTable_Update() {
 	}
 
 	// The key needs the base key only.
-	if err := cases.Update(ctx, Case{ID: "C1"}, expression.Set(expression.Name("status"), expression.Value("closed"))); err != nil {
+	if err := cases.Update(ctx, Case{ID: "C1"}, ddbindex.Set("status", "closed")); err != nil {
 		log.Fatal(err)
 	}
 	if err := cases.Delete(ctx, Case{ID: "C2", Version: 1}); err != nil {

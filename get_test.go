@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -42,7 +41,7 @@ func TestGet(t *testing.T) {
 	require.Equal(t, put, got, "the item as Put wrote it (version 1)")
 
 	// Update, then Get at once: the read is strongly consistent.
-	require.NoError(t, tb.Update(ctx, gtKey(put), expression.Set(expression.Name("title"), expression.Value("renamed"))))
+	require.NoError(t, tb.Update(ctx, gtKey(put), Set("title", "renamed")))
 	got, err = tb.Get(ctx, gtKey(put))
 	require.NoError(t, err)
 	require.Equal(t, "renamed", got.Title)

@@ -120,16 +120,16 @@ func TestWriteRefusesNumbersDynamoDBRefuses(t *testing.T) {
 	stored := ddbtest.Scan(t, c, tb.TableName())
 	for _, u := range []struct {
 		name string
-		upd  expression.UpdateBuilder
+		upd  Update
 		path string
 	}{
-		{"SET NaN", expression.Set(expression.Name("score"), expression.Value(math.NaN())), "score:"},
-		{"SET +Inf nested", expression.Set(expression.Name("inner.height"), expression.Value(math.Inf(1))), "inner.height:"},
-		{"SET a list holding -Inf", expression.Set(expression.Name("list"), expression.Value([]float64{1, math.Inf(-1)})), "list[1]:"},
-		{"ADD NaN", expression.Add(expression.Name("score"), expression.Value(math.NaN())), "score:"},
-		{"ADD to a number set", expression.Add(expression.Name("set"), expression.Value(&types.AttributeValueMemberNS{Value: []string{"1", "1e300"}})), "set (a number set):"},
-		{"SET x = x + 39 digits", expression.Set(expression.Name("score"), expression.Name("score").Plus(expression.Value(attributevalue.Number("123456789012345678901234567890123456789")))), "score:"},
-		{"list_append", expression.Set(expression.Name("list"), expression.ListAppend(expression.Name("list"), expression.Value([]float64{math.NaN()}))), "list[0]:"},
+		{"SET NaN", Set("score", math.NaN()), "score:"},
+		{"SET +Inf nested", Set("inner.height", math.Inf(1)), "inner.height:"},
+		{"SET a list holding -Inf", Set("list", []float64{1, math.Inf(-1)}), "list[1]:"},
+		{"ADD NaN", Add("score", math.NaN()), "score:"},
+		{"ADD to a number set", Add("set", &types.AttributeValueMemberNS{Value: []string{"1", "1e300"}}), "set (a number set):"},
+		{"SET x = x + 39 digits", Set("score", expression.Name("score").Plus(expression.Value(attributevalue.Number("123456789012345678901234567890123456789")))), "score:"},
+		{"list_append", Set("list", expression.ListAppend(expression.Name("list"), expression.Value([]float64{math.NaN()}))), "list[0]:"},
 	} {
 		err := tb.Update(ctx, good, u.upd)
 		require.ErrorIs(t, err, ErrInvalidWrite, u.name)
@@ -137,7 +137,7 @@ func TestWriteRefusesNumbersDynamoDBRefuses(t *testing.T) {
 		require.ErrorContains(t, err, u.path, u.name)
 	}
 	require.Equal(t, stored, ddbtest.Scan(t, c, tb.TableName()), "no update was made")
-	require.NoError(t, tb.Update(ctx, good, expression.Set(expression.Name("score"), expression.Value(1e-130))), "a value in range")
+	require.NoError(t, tb.Update(ctx, good, Set("score", 1e-130)), "a value in range")
 }
 
 // refusesNumbers is one upkeep mode of TestWriteRefusesNumbersDynamoDBRefuses:

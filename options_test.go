@@ -7,7 +7,6 @@ import (
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
@@ -126,7 +125,7 @@ func TestPerCallClientOptions(t *testing.T) {
 		require.Len(t, got, 1)
 	})
 	step("Update", []string{"UpdateItem"}, func(opt func(*dynamodb.Options)) {
-		require.NoError(t, tb.Update(ctx, it, expression.Set(expression.Name("title"), expression.Value("x")), opt))
+		require.NoError(t, tb.Update(ctx, it, Set("title", "x"), opt))
 	})
 	for _, index := range []string{"", "by_status"} {
 		q := tb.Query(index, "T1")

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 )
@@ -87,7 +86,7 @@ func TestReadOnlyTable(t *testing.T) {
 		"Delete": func() error { return tb.Delete(ctx, stored[1]) },
 		"Move":   func() error { _, err := tb.Move(ctx, stored[0], moved); return err },
 		"Update": func() error {
-			return tb.Update(ctx, gtKey(stored[0]), expression.Set(expression.Name("title"), expression.Value("x")))
+			return tb.Update(ctx, gtKey(stored[0]), Set("title", "x"))
 		},
 		"Apply": func() error { _, err := tb.Apply(ctx, []Change{{New: img, Version: "2"}}); return err },
 	} {

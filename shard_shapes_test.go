@@ -551,10 +551,10 @@ func TestShardedShapesGSI(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					nw.Feed = part[0].(string)
 				}
-				require.NoError(t, w.Update(ctx, it, expression.Set(expression.Name("kind"), expression.Value(nw.Kind)).
-					Set(expression.Name("at"), expression.Value(nw.At)).
-					Set(expression.Name("score"), expression.Value(nw.Score)).
-					Set(expression.Name("feed"), expression.Value(nw.Feed))))
+				require.NoError(t, w.Update(ctx, it, ddbindex.Set("kind", nw.Kind).
+					Set("at", nw.At).
+					Set("score", nw.Score).
+					Set("feed", nw.Feed)))
 				live[m.id(nw)], all[m.id(nw)] = nw, nw
 			default: // re-create a deleted one, maybe elsewhere
 				nw := randomItem(it.Tenant, it.Seq, part[0].(string))
@@ -722,10 +722,10 @@ func TestShardedShapesPartitions(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					nw.Region, nw.Bucket = part[0].(string), part[1].(int64)
 				}
-				require.NoError(t, w.Update(ctx, it, expression.Set(expression.Name("when"), expression.Value(nw.When)).
-					Set(expression.Name("name"), expression.Value(nw.Name)).
-					Set(expression.Name("region"), expression.Value(nw.Region)).
-					Set(expression.Name("bucket"), expression.Value(nw.Bucket))))
+				require.NoError(t, w.Update(ctx, it, ddbindex.Set("when", nw.When).
+					Set("name", nw.Name).
+					Set("region", nw.Region).
+					Set("bucket", nw.Bucket)))
 				live[it.ID], all[it.ID] = nw, nw
 			default:
 				nw := randomItem(it.ID, part)

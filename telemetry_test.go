@@ -244,7 +244,7 @@ func TestTelemetryWrites(t *testing.T) {
 		item := tmTicket{ID: "w-1", Team: "T1", Seq: 1, Title: "small"}
 		_, err := tb.Put(ctx, item)
 		require.NoError(t, err)
-		require.NoError(t, tb.Update(ctx, tmTicket{ID: "w-1"}, expression.Set(expression.Name("title"), expression.Value("smaller"))))
+		require.NoError(t, tb.Update(ctx, tmTicket{ID: "w-1"}, Set("title", "smaller")))
 		av, err := tb.Marshal(item)
 		require.NoError(t, err)
 		st, err := tb.Apply(ctx, []Change{{New: av, Version: "7"}})

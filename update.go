@@ -3,8 +3,6 @@ package ddbindex
 import (
 	"context"
 	"fmt"
-	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,14 +13,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// This file holds Update: the parse of its update expression, the plan of
-// the derived index keys it recomputes, and its UpdateItem.
+// This file holds Table.Update: the plan of the derived index keys it
+// recomputes, and its UpdateItem. What it changes, an Update, is in
+// updatebuilder.go.
 
-// Update applies an update expression to the live item with key's base key
-// values, in one UpdateItem. Only key's base key fields are read: the other
-// fields, index components among them, may be unset. The item must exist and
-// not be deleted (Update does not create items, nor revive a tombstone: use
-// Put).
+// Update applies update's operations to the live item with key's base key
+// values, in one UpdateItem, with those the library adds: the recomputed
+// derived keys, the version and the write token. Only key's base key fields
+// are read: the other fields, index components among them, may be unset. The
+// item must exist and not be deleted (Update does not create items, nor
+// revive a tombstone: use Put).
+//
+//	err := tickets.Update(ctx, Ticket{Team: "T1", ID: "42"},
+//		ddbindex.Set("status", "closed").Remove("assignee"))
 //
 // Update may change index keys, the seed's pattern for a value that is
 // sorted on and changes (a ticket's status): keep it out of the base key, in
@@ -31,15 +34,15 @@ import (
 //   - A native GSI or LSI key attribute (a model attribute that is the key
 //     itself) may be changed as any attribute: DynamoDB moves the entry.
 //   - A component of a derived GSI or LSI key (a composite, labelled,
-//     fixed-width or time key) may be set to a value (SET c = :v) or removed
-//     (the item then leaves that index). Update computes the derived key
-//     attributes from the new values and the stored ones and sets them in the
-//     same UpdateItem. When the key has components the update does not set,
-//     Update reads the item first (strongly consistent) and conditions the
-//     write on those components being as read, so a concurrent change can
-//     never leave a derived key computed from stale values. If another writer
-//     changes one of them in between, Update reads again and retries once;
-//     losing that race twice is a *ConflictError.
+//     fixed-width or time key) may be set to a value (Set("c", v)) or removed
+//     (Remove("c"): the item then leaves that index). Update computes the
+//     derived key attributes from the new values and the stored ones and sets
+//     them in the same UpdateItem. When the key has components the update
+//     does not set, Update reads the item first (strongly consistent) and
+//     conditions the write on those components being as read, so a
+//     concurrent change can never leave a derived key computed from stale
+//     values. If another writer changes one of them in between, Update reads
+//     again and retries once; losing that race twice is a *ConflictError.
 //   - A component of an index-table key may be changed when the index tables
 //     are kept from the stream: the stream consumer moves the entry. A new
 //     value is checked first as the consumer will key it (reading, as above,
@@ -49,34 +52,32 @@ import (
 // Refused before any request, with ErrKeyChange naming the attribute and
 // what to do instead: a base key attribute or component (use [Table.Move]),
 // a derived key attribute itself (update its components), a derived-key
-// component changed otherwise than by SET to a value or REMOVE (ADD,
-// arithmetic, if_not_exists, a nested path: use Put), and in write-through
-// mode an index-table key component (use Put, which writes the new entry and
-// tombstones the old one in the same transaction). In write-through mode
-// every other update is refused too, with [ErrUnsupported]: the index tables
-// need the whole new item, so use Put. The attributes ddbindex owns (the
-// version field, the write token, the tombstone marker and the field tagged
-// ddbindex:"deleted") are refused with [ErrInvalidWrite], and so is a value
-// holding a Number DynamoDB would refuse (see [Table.Marshal]).
+// component changed otherwise than by Set to a value or Remove (Add, Delete,
+// Set to an operand such as arithmetic or if_not_exists, a nested path: use
+// Put), and in write-through mode an index-table key component (use Put,
+// which writes the new entry and tombstones the old one in the same
+// transaction). In write-through mode every other update is refused too,
+// with [ErrUnsupported]: the index tables need the whole new item, so use
+// Put. Refused with [ErrInvalidWrite]: an Update without operations, a
+// malformed path, a value that does not marshal or holds a Number DynamoDB
+// would refuse (see [Table.Marshal]), and a change of an attribute ddbindex
+// owns (the version field, the write token, the tombstone marker and the
+// field tagged ddbindex:"deleted").
 //
 // With a version field, Update adds one to the stored version, and when
 // key's version is set it must equal the stored one.
 //
 // optFns are applied to every request Update sends, as the SDK's own
 // per-call options.
-func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBuilder, optFns ...func(*dynamodb.Options)) (err error) {
+func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...func(*dynamodb.Options)) (err error) {
 	ctx, c := t.tel.start(ctx, opUpdate, t.s.base)
 	defer func() { c.end(ctx, err) }()
 	if err := t.writable("Update"); err != nil {
 		return err
 	}
-	upd, err := expression.NewBuilder().WithUpdate(update).Build()
+	ops, err := update.resolve()
 	if err != nil {
-		return writeErr("%v", err)
-	}
-	ops, err := parseUpdate(aws.ToString(upd.Update()), upd.Names(), upd.Values())
-	if err != nil {
-		return writeErr("Update of %s: %v", t.s.model, err)
+		return writeErr("Update of %s: %w", t.s.model, err)
 	}
 	up, err := t.planUpdate(ops)
 	if err != nil {
@@ -103,7 +104,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 				return &ConflictError{Op: "update", Failed: []string{t.updateExpected(up, v, nil) + "; " + t.found(cur, v, "update")}}
 			}
 		}
-		in, err := t.updateInput(update, key0, texts, up, v, cur, token)
+		in, err := t.updateInput(ops, key0, texts, up, v, cur, token)
 		if err != nil {
 			return err
 		}
@@ -131,91 +132,6 @@ func (t *Table[T]) Update(ctx context.Context, key T, update expression.UpdateBu
 		}
 		return &ConflictError{Op: "update", Err: sdkError(err), Failed: []string{what + "; " + t.found(found, v, "update")}}
 	}
-}
-
-// updateOp is one operation of an update expression, as the expression
-// package writes it.
-type updateOp struct {
-	mode   string // SET, REMOVE, ADD or DELETE
-	attr   string // the top-level attribute it writes
-	nested bool   // it writes inside attr (a path with . or [ ])
-	// value is the value of SET attr = :value; nil for any other operation.
-	value types.AttributeValue
-}
-
-// parseUpdate lists the operations of a built update expression: one line
-// per clause, the keyword first, operations separated by ", " outside
-// parentheses ("SET #0 = :0, #1 = list_append(#1, :1)\nREMOVE #2\n").
-func parseUpdate(update string, names map[string]string, values map[string]types.AttributeValue) ([]updateOp, error) {
-	var out []updateOp
-	for _, line := range strings.Split(strings.TrimRight(update, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		kw, rest, _ := strings.Cut(line, " ")
-		if kw != "SET" && kw != "REMOVE" && kw != "ADD" && kw != "DELETE" {
-			return nil, fmt.Errorf("unexpected update clause %q", line)
-		}
-		depth, start := 0, 0
-		var parts []string
-		for i := 0; i < len(rest); i++ {
-			switch rest[i] {
-			case '(':
-				depth++
-			case ')':
-				depth--
-			case ',':
-				if depth == 0 {
-					parts = append(parts, strings.TrimSpace(rest[start:i]))
-					start = i + 1
-				}
-			}
-		}
-		parts = append(parts, strings.TrimSpace(rest[start:]))
-		for _, p := range parts {
-			path, operand, _ := strings.Cut(p, " ")
-			alias := path
-			if i := strings.IndexAny(path, ".["); i >= 0 {
-				alias = path[:i]
-			}
-			attr, ok := names[alias]
-			if !ok {
-				return nil, fmt.Errorf("unexpected update operation %q", p)
-			}
-			op := updateOp{mode: kw, attr: attr, nested: alias != path}
-			for _, ph := range valueRefs.FindAllString(operand, -1) {
-				if v, ok := values[ph]; ok {
-					if err := checkNumbersIn(v, namedPath(path, names)); err != nil {
-						return nil, err
-					}
-				}
-			}
-			if kw == "SET" {
-				if v, ok := values[strings.TrimPrefix(operand, "= ")]; ok {
-					op.value = v
-				}
-			}
-			out = append(out, op)
-		}
-	}
-	return out, nil
-}
-
-// valueRefs matches the value placeholders of an update operation.
-var valueRefs = regexp.MustCompile(`:[A-Za-z0-9_]+`)
-
-// nameRefs matches the name placeholders of a path.
-var nameRefs = regexp.MustCompile(`#[A-Za-z0-9_]+`)
-
-// namedPath writes a path of an update expression with its attribute names
-// in place of their placeholders: "#0.#1[2]" as "meta.sizes[2]".
-func namedPath(path string, names map[string]string) string {
-	return nameRefs.ReplaceAllStringFunc(path, func(ref string) string {
-		if n, ok := names[ref]; ok {
-			return n
-		}
-		return ref
-	})
 }
 
 // updatePlan is what an update does to the keys.
@@ -343,10 +259,25 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 				continue
 			}
 			for _, c := range k.parts {
-				if op, ok := touched[c.f]; ok && (op.nested || (op.mode == "SET" && op.value == nil) || op.mode == "ADD" || op.mode == "DELETE") {
-					return nil, fmt.Errorf("%w: Update of %s changes %s (field %s), part of index %s's derived key, by %s; Update recomputes that key from a new value set as SET %s = :value, or REMOVE %s: use one of those, or Put",
-						ErrKeyChange, s.model, c.f.attr, c.f.goName, d.name, strings.ToLower(op.mode), c.f.attr, c.f.attr)
+				op, ok := touched[c.f]
+				if !ok {
+					continue
 				}
+				var how string
+				switch {
+				case op.nested:
+					how = "at " + op.path + ", inside it"
+				case op.mode == "ADD":
+					how = "by Add"
+				case op.mode == "DELETE":
+					how = "by Delete"
+				case op.mode == "SET" && op.value == nil:
+					how = "by Set to an operand, not a value"
+				default:
+					continue
+				}
+				return nil, fmt.Errorf("%w: Update of %s changes %s (field %s), part of index %s's derived key, %s; Update recomputes that key from a new value, set as Set(%q, value), or from its removal, Remove(%q): use one of those, or Put",
+					ErrKeyChange, s.model, c.f.attr, c.f.goName, d.name, how, c.f.attr, c.f.attr)
 			}
 		}
 	}
@@ -427,18 +358,20 @@ func (t *Table[T]) updateExpected(up *updatePlan, v uint64, cur map[string]types
 	return what
 }
 
-// updateInput builds the UpdateItem of an update: the caller's expression,
+// updateInput builds the UpdateItem of an update: the caller's operations,
 // the recomputed derived keys, the version and the token, conditioned on the
 // item existing (live), on v when v > 0, and on the components read for the
-// derived keys being as in cur.
-func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]types.AttributeValue, base keyTexts, up *updatePlan, v uint64,
+// derived keys being as in cur. The expression is composed with the SDK's
+// builders, from a new UpdateBuilder each time: the caller's operations
+// first, then the library's own.
+func (t *Table[T]) updateInput(ops []updateOp, key map[string]types.AttributeValue, base keyTexts, up *updatePlan, v uint64,
 	cur map[string]types.AttributeValue, token string) (*dynamodb.UpdateItemInput, error) {
-	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
+	cond := expression.NameNoDotSplit(t.s.base.pk.attr).AttributeExists()
 	if t.s.softDelete {
 		cond = cond.And(liveCondition(&t.opts))
 	}
 	if v > 0 {
-		cond = cond.And(expression.Name(t.s.version.attr).Equal(expression.Value(v)))
+		cond = cond.And(expression.NameNoDotSplit(t.s.version.attr).Equal(expression.Value(v)))
 	}
 	texts := slices.Clone(base)
 	for f, text := range up.set {
@@ -447,10 +380,10 @@ func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]t
 	for _, f := range up.readFields {
 		av, has := cur[f.attr]
 		if !has {
-			cond = cond.And(expression.Name(f.attr).AttributeNotExists())
+			cond = cond.And(expression.NameNoDotSplit(f.attr).AttributeNotExists())
 			continue
 		}
-		cond = cond.And(expression.Name(f.attr).Equal(expression.Value(av)))
+		cond = cond.And(expression.NameNoDotSplit(f.attr).Equal(expression.Value(av)))
 		text, ok, err := f.textFromAV(av)
 		if err != nil {
 			return nil, fmt.Errorf("%w: Update of %s: the stored %s (field %s), which Update reads to compute a derived index key, does not read as a key value: %w",
@@ -460,29 +393,16 @@ func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]t
 			texts.put(f, text)
 		}
 	}
-	tok := expression.Name(t.opts.WriteTokenAttr)
-	cond = cond.And(tok.AttributeNotExists().Or(tok.NotEqual(expression.Value(token))))
-	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
-	if err != nil {
-		return nil, writeErr("%v", err)
-	}
-	// The library's own operations (the derived keys, the token, the
-	// version) are added to the built expression, not to the caller's
-	// builder: copies of an UpdateBuilder share its operations, so adding to
-	// it would change the caller's builder.
-	names, values := maps.Clone(expr.Names()), maps.Clone(expr.Values())
-	own := map[string][]string{"SET": {"#ddbxTok = :ddbxTok"}}
-	names["#ddbxTok"], values[":ddbxTok"] = t.opts.WriteTokenAttr, &types.AttributeValueMemberS{Value: token}
+	upd := renderOps(expression.UpdateBuilder{}, ops)
+	upd, cond = t.withToken(upd, cond, token)
 	if t.s.version != nil {
-		own["ADD"] = []string{"#ddbxVer :ddbxOne"}
-		names["#ddbxVer"], values[":ddbxOne"] = t.s.version.attr, &types.AttributeValueMemberN{Value: "1"}
+		upd = upd.Add(expression.NameNoDotSplit(t.s.version.attr), expression.Value(1))
 	}
 	for _, d := range up.checked {
 		if _, _, err := d.keyValues(texts); err != nil {
 			return nil, fmt.Errorf("%w: Update of %s: index table %s's entry: %w", ErrInvalidWrite, t.s.model, d.name, err)
 		}
 	}
-	n := 0
 	for _, d := range up.derived {
 		keys, in, err := d.keyValues(texts)
 		if err != nil {
@@ -492,20 +412,20 @@ func (t *Table[T]) updateInput(update expression.UpdateBuilder, key map[string]t
 			if !d.onBaseItem(k) {
 				continue
 			}
-			alias := "ddbxK" + strconv.Itoa(n)
-			n++
-			names["#"+alias] = k.attr
 			if in {
-				values[":"+alias] = keys[k.attr]
-				own["SET"] = append(own["SET"], "#"+alias+" = :"+alias)
+				upd = upd.Set(expression.NameNoDotSplit(k.attr), expression.Value(keys[k.attr]))
 			} else {
-				own["REMOVE"] = append(own["REMOVE"], "#"+alias) // the item leaves the index
+				upd = upd.Remove(expression.NameNoDotSplit(k.attr)) // the item leaves the index
 			}
 		}
 	}
+	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, writeErr("Update of %s: %w", t.s.model, err)
+	}
 	return &dynamodb.UpdateItemInput{
-		TableName: aws.String(t.TableName()), Key: key, UpdateExpression: aws.String(mergeUpdate(aws.ToString(expr.Update()), own)),
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		TableName: aws.String(t.TableName()), Key: key, UpdateExpression: expr.Update(),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, nil
 }
@@ -516,28 +436,4 @@ func fieldNames(cs []*component) string {
 		names[i] = c.f.attr
 	}
 	return strings.Join(names, ", ")
-}
-
-// mergeUpdate adds operations to an update expression as the expression
-// package writes it: one line per clause, the keyword first ("SET #0 = :0,
-// #1 = :1"). An operation joins its clause's line, or starts the clause: a
-// clause may appear only once.
-func mergeUpdate(update string, ops map[string][]string) string {
-	lines := strings.Split(strings.TrimRight(update, "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		lines = nil
-	}
-	for _, kw := range []string{"SET", "REMOVE", "ADD", "DELETE"} {
-		add := ops[kw]
-		if len(add) == 0 {
-			continue
-		}
-		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, kw+" ") })
-		if i < 0 {
-			lines = append(lines, kw+" "+strings.Join(add, ", "))
-		} else {
-			lines[i] += ", " + strings.Join(add, ", ")
-		}
-	}
-	return strings.Join(lines, "\n") + "\n"
 }

@@ -492,10 +492,9 @@ func (a *attempts) mayBeRetried() bool { return a.n.Load() != 1 }
 // newToken returns a random write token: 128 bits, as text.
 func newToken() string { return rand.Text() }
 
-// withToken adds a write token to an update the library builds itself: it
-// is written with the update, and the update is conditioned on the item not
-// holding it already. (Update adds it to the built expression instead: it
-// must not change the caller's builder.)
+// withToken adds a write token to an update the library builds: it is
+// written with the update, and the update is conditioned on the item not
+// holding it already.
 func (t *Table[T]) withToken(upd expression.UpdateBuilder, cond expression.ConditionBuilder, token string) (expression.UpdateBuilder, expression.ConditionBuilder) {
 	n := expression.Name(t.opts.WriteTokenAttr)
 	return upd.Set(n, expression.Value(token)), cond.And(n.AttributeNotExists().Or(n.NotEqual(expression.Value(token))))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -201,10 +200,10 @@ func TestWriteRefusedBeforeAnyRequest(t *testing.T) {
 			refused["created"] = "index table by_status's key, which write-through mode keeps in the same transaction as the base item: use Put"
 		}
 		for attr, want := range refused {
-			for name, upd := range map[string]expression.UpdateBuilder{
-				"set":    expression.Set(expression.Name("title"), expression.Value("x")).Set(expression.Name(attr), expression.Value("y")),
-				"remove": expression.Remove(expression.Name(attr)),
-				"add":    expression.Add(expression.Name(attr), expression.Value(1)),
+			for name, upd := range map[string]Update{
+				"set":    Set("title", "x").Set(attr, "y"),
+				"remove": Remove(attr),
+				"add":    Add(attr, 1),
 			} {
 				err := tb.Update(ctx, it, upd)
 				require.ErrorIs(t, err, ErrKeyChange, "%s %s", name, attr)
@@ -215,20 +214,20 @@ func TestWriteRefusedBeforeAnyRequest(t *testing.T) {
 		}
 		// The attributes ddbindex owns.
 		for _, attr := range []string{"ver", "_wtok", "_deleted"} {
-			err := tb.Update(ctx, it, expression.Set(expression.Name(attr), expression.Value(true)))
+			err := tb.Update(ctx, it, Set(attr, true))
 			require.ErrorIs(t, err, ErrInvalidWrite, attr)
 			require.ErrorContains(t, err, attr)
 		}
-		err = tb.Update(ctx, it, expression.UpdateBuilder{})
+		err = tb.Update(ctx, it, Update{})
 		require.ErrorIs(t, err, ErrInvalidWrite, "an empty update")
 		if wt {
-			err = tb.Update(ctx, it, expression.Set(expression.Name("title"), expression.Value("x")))
+			err = tb.Update(ctx, it, Set("title", "x"))
 			require.ErrorIs(t, err, ErrUnsupported)
 			require.ErrorContains(t, err, "use Put")
 		} else {
 			// In stream mode an index-table key component may change, but
 			// not to a value the stream consumer would refuse on every pass.
-			err = tb.Update(ctx, it, expression.Set(expression.Name("created"), expression.Value("not a time")))
+			err = tb.Update(ctx, it, Set("created", "not a time"))
 			require.ErrorIs(t, err, ErrInvalidWrite)
 			require.ErrorContains(t, err, "created")
 		}
@@ -259,7 +258,7 @@ func TestWriteRefusedBeforeAnyRequest(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidWrite)
 		_, err = sn.Move(ctx, good, noKey)
 		require.ErrorIs(t, err, ErrInvalidWrite)
-		require.ErrorIs(t, sn.Update(ctx, noKey, expression.Set(expression.Name("text"), expression.Value("x"))), ErrInvalidWrite)
+		require.ErrorIs(t, sn.Update(ctx, noKey, Set("text", "x")), ErrInvalidWrite)
 
 		require.Zero(t, cl.calls.Load(), "writeThrough=%v: no request may be sent", wt)
 	}
@@ -451,7 +450,7 @@ func TestWriteErrorsFromDynamoDB(t *testing.T) {
 		require.ErrorContains(t, err, "write index table")
 		require.Zero(t, st.Puts+st.Stale)
 		if !wt {
-			err := tb.Update(ctx, it, expression.Set(expression.Name("title"), expression.Value("x")))
+			err := tb.Update(ctx, it, Set("title", "x"))
 			require.NotErrorIs(t, err, ErrConflict)
 			var nf *types.ResourceNotFoundException
 			require.ErrorAs(t, err, &nf)

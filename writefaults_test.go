@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
@@ -42,7 +41,7 @@ type wfModel[T any] struct {
 	ver     func(T) int64            // its version
 	retitle func(T, string) T        // a non-key change
 	move    func(T, *rand.Rand) T    // a key change; nil: the model has none
-	update  expression.UpdateBuilder // what Update sets
+	update  Update                   // what Update sets
 	updated func(T) T                // the item after update (version aside)
 }
 
@@ -71,7 +70,7 @@ var wfTicketModel = wfModel[wrTicket]{
 		}
 		return x
 	},
-	update:  expression.Set(expression.Name("title"), expression.Value("updated")),
+	update:  Set("title", "updated"),
 	updated: func(x wrTicket) wrTicket { x.Title = "updated"; return x },
 }
 
@@ -83,7 +82,7 @@ var wfDocModel = wfModel[rtDoc]{
 	id:      func(x rtDoc) string { return x.ID },
 	ver:     func(x rtDoc) int64 { return x.Ver },
 	retitle: func(x rtDoc, s string) rtDoc { x.Title = s; return x },
-	update:  expression.Set(expression.Name("title"), expression.Value("updated")).Add(expression.Name("score"), expression.Value(1)),
+	update:  Set("title", "updated").Add("score", 1),
 	updated: func(x rtDoc) rtDoc { x.Title = "updated"; x.Score++; return x },
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -319,7 +318,7 @@ func raceVictimOps[T any](writeThrough bool) []raceOp[T] {
 	}
 	if !writeThrough { // Update is refused in write-through mode
 		ops = append(ops, raceOp[T]{"update", func(ctx context.Context, s *raceSetup[T], tb *ddbindex.Table[T], team string) error {
-			return tb.Update(ctx, s.m.item(team, "X", 0), expression.Set(expression.Name("prio"), expression.Value(5)))
+			return tb.Update(ctx, s.m.item(team, "X", 0), ddbindex.Set("prio", 5))
 		}})
 	}
 	return ops
@@ -544,7 +543,7 @@ func raceRandom[T any](t *testing.T, m raceModel[T], writeThrough bool, seed uin
 						_, err = tb.Move(ctx, x, m.rekey(x, to, prio))
 					case !writeThrough:
 						op = "update"
-						err = tb.Update(ctx, m.item(team, id, 0), expression.Set(expression.Name("prio"), expression.Value(prio)))
+						err = tb.Update(ctx, m.item(team, id, 0), ddbindex.Set("prio", prio))
 					default:
 						op = "put"
 						_, err = tb.Put(ctx, m.reprio(x, prio+1))

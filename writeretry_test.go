@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
@@ -146,7 +145,7 @@ func rtLostAnswerCases(t *testing.T, kind faults.Kind) {
 		v1, err := c.Put(t.Context(), doc)
 		require.NoError(t, err)
 		s.arm()
-		require.NoError(t, f.Update(t.Context(), v1, expression.Set(expression.Name("title"), expression.Value("renamed"))))
+		require.NoError(t, f.Update(t.Context(), v1, Set("title", "renamed")))
 		require.Equal(t, 1, ft.CountOp("UpdateItem", kind))
 		img := rtGet(t, c, doc)
 		require.EqualValues(t, 2, wrNum(t, img["ver"]), "applied once")
@@ -159,7 +158,7 @@ func rtLostAnswerCases(t *testing.T, kind faults.Kind) {
 		_, err := c.Put(t.Context(), rtCounter{ID: "c"})
 		require.NoError(t, err)
 		s.arm()
-		require.NoError(t, f.Update(t.Context(), rtCounter{ID: "c"}, expression.Add(expression.Name("n"), expression.Value(1))))
+		require.NoError(t, f.Update(t.Context(), rtCounter{ID: "c"}, Add("n", 1)))
 		require.Equal(t, 1, ft.CountOp("UpdateItem", kind))
 		require.EqualValues(t, 1, wrNum(t, rtGet(t, c, rtCounter{ID: "c"})["n"]), "an ADD retried is applied once")
 	})
@@ -246,7 +245,7 @@ func TestWriteRetriedConflictIsStillAConflict(t *testing.T) {
 	}{
 		{"put", "PutItem", func(f *Table[rtDoc], v1 rtDoc) error { _, err := f.Put(t.Context(), v1); return err }},
 		{"update", "UpdateItem", func(f *Table[rtDoc], v1 rtDoc) error {
-			return f.Update(t.Context(), v1, expression.Set(expression.Name("title"), expression.Value("x")))
+			return f.Update(t.Context(), v1, Set("title", "x"))
 		}},
 		{"delete", "DeleteItem", func(f *Table[rtDoc], v1 rtDoc) error { return f.Delete(t.Context(), v1) }},
 	} {
@@ -297,7 +296,7 @@ func TestWriteConflictMessages(t *testing.T) {
 	require.NoError(t, tb.Delete(ctx, v2))
 	ce = wrRequireConflict(t, tb.Delete(ctx, v2), "delete", "the item is at version 2")
 	require.Contains(t, ce.Failed[0], "found no item with this key: it is gone already (deleted for good, or moved to another key)", "not retried: the item's absence is a conflict")
-	ce = wrRequireConflict(t, tb.Update(ctx, v2, expression.Set(expression.Name("title"), expression.Value("x"))), "update", "the item is at version 2")
+	ce = wrRequireConflict(t, tb.Update(ctx, v2, Set("title", "x")), "update", "the item is at version 2")
 	require.Contains(t, ce.Failed[0], "found no item with this key: Update changes existing items only; create it with Put")
 	_, err = tb.Put(ctx, v2)
 	ce = wrRequireConflict(t, err, "put", "the item is at version 2")
@@ -334,7 +333,7 @@ func TestWriteTokenStaysInTheBaseTable(t *testing.T) {
 	cl := &wrNoClient{}
 	tw, err := New[rtDoc](cl)
 	require.NoError(t, err)
-	err = tw.Update(t.Context(), rtDoc{ID: "d"}, expression.Set(expression.Name("_wtok"), expression.Value("mine")))
+	err = tw.Update(t.Context(), rtDoc{ID: "d"}, Set("_wtok", "mine"))
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, cl.calls.Load())
 	_, err = New[rtDoc](cl, func(o *Options) { o.WriteTokenAttr = "title" })

@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -509,7 +508,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		b = to
 	}
 	before := b
-	require.NoError(t, tickets.Update(ctx, b, expression.Set(expression.Name("title"), expression.Value("vpn down"))))
+	require.NoError(t, tickets.Update(ctx, b, ddbindex.Set("title", "vpn down")))
 	b, err = tickets.Get(ctx, b)
 	require.NoError(t, err)
 	changes = append(changes, change{old: &before, new: &b})
