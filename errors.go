@@ -155,6 +155,9 @@ type QueryError struct {
 }
 
 func (e *QueryError) Error() string {
+	if e == nil {
+		return ErrInvalidQuery.Error()
+	}
 	return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, ErrInvalidQuery.code)
 }
 
@@ -162,7 +165,12 @@ func (e *QueryError) Error() string {
 func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
 
 // Unwrap returns the underlying cause.
-func (e *QueryError) Unwrap() error { return e.Err }
+func (e *QueryError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrInvalidQuery's code.
 func (e *QueryError) Code() string { return ErrInvalidQuery.code }
@@ -195,6 +203,9 @@ type CursorError struct {
 }
 
 func (e *CursorError) Error() string {
+	if e == nil {
+		return ErrInvalidCursor.Error()
+	}
 	s := "ddbindex: invalid cursor: " + e.Reason
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
@@ -206,7 +217,12 @@ func (e *CursorError) Error() string {
 func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor }
 
 // Unwrap returns the underlying cause.
-func (e *CursorError) Unwrap() error { return e.Err }
+func (e *CursorError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrInvalidCursor's code.
 func (e *CursorError) Code() string { return ErrInvalidCursor.code }
@@ -240,6 +256,9 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
+	if e == nil {
+		return ErrDynamoDB.Error()
+	}
 	on := ""
 	switch {
 	case e.Table != "" && e.Index != "":
@@ -254,22 +273,28 @@ func (e *CallError) Error() string {
 func (e *CallError) Is(target error) bool { return target == ErrDynamoDB }
 
 // Unwrap returns the error the call returned.
-func (e *CallError) Unwrap() error { return e.Err }
+func (e *CallError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrDynamoDB's code.
 func (e *CallError) Code() string { return ErrDynamoDB.code }
 
 // Transient reports whether a later attempt of the call may succeed
 // (throttling, a 5xx answer, a connection error): [IsTransient] of the
-// call's error.
-func (e *CallError) Transient() bool { return IsTransient(e.Err) }
+// call's error. A nil *CallError is not transient.
+func (e *CallError) Transient() bool { return e != nil && IsTransient(e.Err) }
 
 // callErr wraps a non-nil error of a call in a *CallError; nil stays nil.
 // table and index are the request's names (nil when it has none).
-// errReadOnly, a read-only table's client refusing a write without sending
-// it, is no failed call and stays as it is.
+// errReadOnly and errNoClient, a read-only table's client refusing a write
+// and a nil client's stand-in refusing a request without sending it, are
+// no failed call and stay as they are.
 func callErr(op string, table, index *string, err error) error {
-	if err == nil || err == errReadOnly {
+	if err == nil || err == errReadOnly || err == errNoClient {
 		return err
 	}
 	e := &CallError{Op: op, Err: err}

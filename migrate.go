@@ -22,8 +22,9 @@ type Comparison struct {
 	Differences []string // empty when both paths agree on items, order and page boundaries
 }
 
-// Equal reports whether both paths gave the same answer.
-func (c *Comparison) Equal() bool { return len(c.Differences) == 0 }
+// Equal reports whether both paths gave the same answer; false for a nil
+// Comparison, which compared nothing.
+func (c *Comparison) Equal() bool { return c != nil && len(c.Differences) == 0 }
 
 // maxDifferences bounds the differences a Comparison lists.
 const maxDifferences = 20
@@ -36,6 +37,9 @@ const maxDifferences = 20
 // not the default (TABLE-INDEX); it is ignored when the declared index is
 // itself the index table.
 func (q Query[T]) Compare(ctx context.Context, alternateTable string, optFns ...func(*dynamodb.Options)) (*Comparison, error) {
+	if err := q.t.usable("Compare", ErrInvalidQuery, optFns...); err != nil {
+		return nil, err
+	}
 	d, err := q.t.index(q.index)
 	if err != nil {
 		return nil, err

@@ -138,9 +138,21 @@ func (r PrepareReport) Changed() bool {
 // calling Prepare again goes on from there. Errors talking to DynamoDB are
 // returned wrapped, as they are.
 func (t *Table[T]) Prepare(ctx context.Context, api PrepareAPI, optFns ...func(*PrepareOptions)) (PrepareReport, error) {
+	if err := t.usable("Prepare", ErrInvalidWrite); err != nil {
+		return PrepareReport{}, err
+	}
+	if err := t.hasAPI("Prepare", api); err != nil {
+		return PrepareReport{}, err
+	}
+	if err := nilOption("Prepare", ErrInvalidWrite, optFns); err != nil {
+		return PrepareReport{}, err
+	}
 	var o PrepareOptions
 	for _, fn := range optFns {
 		fn(&o)
+	}
+	if err := nilOption("Prepare", ErrInvalidWrite, o.ClientOptions); err != nil {
+		return PrepareReport{}, err
 	}
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = time.Hour

@@ -108,6 +108,9 @@ func (r *rollout) update(index string, fn func(*RolloutStats)) {
 // outcome. The counts are this Table's, since it was made; a fleet's are
 // the sum over its instances.
 func (t *Table[T]) Rollout(index string) (RolloutStats, error) {
+	if err := t.usable("Rollout", ErrInvalidQuery); err != nil {
+		return RolloutStats{}, err
+	}
 	d, ok := t.s.byName[index]
 	if !ok {
 		return RolloutStats{}, fmt.Errorf("%w: Rollout: %s declares no index %q", ErrInvalidQuery, t.s.model, index)

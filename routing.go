@@ -191,7 +191,7 @@ const (
 // Options.ControlTable names (nil when it names none): one small
 // on-demand table, shared by every model of a service.
 func (t *Table[T]) ControlTableInput() *dynamodb.CreateTableInput {
-	if t.opts.ControlTable == "" {
+	if t.usable("ControlTableInput", ErrInvalidQuery) != nil || t.opts.ControlTable == "" {
 		return nil
 	}
 	return &dynamodb.CreateTableInput{
@@ -289,6 +289,9 @@ func (t *Table[T]) refreshFailed(ctx context.Context, err error) {
 // the first reads by the fleet's routes, and in tests. On error the Table
 // keeps the routes it had (the static Options.Routes before the first read).
 func (t *Table[T]) RefreshRoutes(ctx context.Context) error {
+	if err := t.usable("RefreshRoutes", ErrInvalidQuery); err != nil {
+		return err
+	}
 	if t.opts.ControlTable == "" {
 		return fmt.Errorf("%w: RefreshRoutes: Options.ControlTable names no control table", ErrInvalidQuery)
 	}
@@ -305,6 +308,9 @@ func (t *Table[T]) RefreshRoutes(ctx context.Context) error {
 // naming the index, the attribute and what is wrong with it. Each failed
 // read also counts in the metric ddbindex.migration.route_refresh_errors.
 func (t *Table[T]) RouteRefreshError() error {
+	if err := t.usable("RouteRefreshError", ErrInvalidQuery); err != nil {
+		return err
+	}
 	t.routes.mu.Lock()
 	defer t.routes.mu.Unlock()
 	return t.routes.lastErr
@@ -315,6 +321,9 @@ func (t *Table[T]) RouteRefreshError() error {
 // the routes this Table reads by (RefreshRoutes does): it is for operators
 // and tools that show them (package ops's "route").
 func (t *Table[T]) Routes(ctx context.Context) (map[string]Route, error) {
+	if err := t.usable("Routes", ErrInvalidQuery); err != nil {
+		return nil, err
+	}
 	if t.opts.ControlTable == "" {
 		return nil, fmt.Errorf("%w: Routes: Options.ControlTable names no control table", ErrInvalidQuery)
 	}
@@ -357,6 +366,9 @@ func (t *Table[T]) readRoutes(ctx context.Context) (map[string]Route, error) {
 // the fleet to read within its Options.RouteRefresh, and takes it here at
 // once. The route must name a form the index has now.
 func (t *Table[T]) SetRoute(ctx context.Context, index string, r Route) error {
+	if err := t.usable("SetRoute", ErrInvalidQuery); err != nil {
+		return err
+	}
 	if t.opts.ControlTable == "" {
 		return fmt.Errorf("%w: SetRoute: Options.ControlTable names no control table", ErrInvalidQuery)
 	}

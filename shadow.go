@@ -122,6 +122,9 @@ func newShadows(o *ShadowOptions) *shadows {
 // WaitShadows waits until the shadow reads in flight have finished, or ctx
 // is done: for a graceful shutdown, and for tests.
 func (t *Table[T]) WaitShadows(ctx context.Context) error {
+	if err := t.usable("WaitShadows", ErrInvalidQuery); err != nil {
+		return err
+	}
 	if t.shadows == nil {
 		return nil
 	}

@@ -51,9 +51,21 @@ type CreateOptions struct {
 //
 //	err := tickets.CreateTables(ctx, client, func(o *ddbindex.CreateOptions) { o.NoTTL = true })
 func (t *Table[T]) CreateTables(ctx context.Context, api SchemaAPI, optFns ...func(*CreateOptions)) error {
+	if err := t.usable("CreateTables", ErrInvalidWrite); err != nil {
+		return err
+	}
+	if err := t.hasAPI("CreateTables", api); err != nil {
+		return err
+	}
+	if err := nilOption("CreateTables", ErrInvalidWrite, optFns); err != nil {
+		return err
+	}
 	var opts CreateOptions
 	for _, fn := range optFns {
 		fn(&opts)
+	}
+	if err := nilOption("CreateTables", ErrInvalidWrite, opts.ClientOptions); err != nil {
+		return err
 	}
 	if opts.WaitMinDelay == 0 {
 		opts.WaitMinDelay = 100 * time.Millisecond
@@ -124,6 +136,9 @@ func (t *Table[T]) streamKept() bool { return t.hasIndexTables() && !t.opts.Writ
 // CreateTableInputs returns the CreateTable requests for the base table and
 // each index table, for callers that create tables their own way.
 func (t *Table[T]) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
+	if t.usable("CreateTableInputs", ErrInvalidQuery) != nil {
+		return nil
+	}
 	s := t.s
 	defs := map[string]types.ScalarAttributeType{}
 	base := &dynamodb.CreateTableInput{
@@ -214,6 +229,9 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
+	if e == nil {
+		return ErrSchemaMismatch.Error()
+	}
 	return fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
 		cmp.Or(e.intro, "the live schema does not match the declarations"),
 		ErrSchemaMismatch.code, strings.Join(e.Problems, "\n  - "))
@@ -249,6 +267,12 @@ func (e *SchemaError) Code() string { return ErrSchemaMismatch.code }
 // dropped by hand; and keys or projections that differ, a missing LSI, or a
 // stream or TTL set up otherwise need a decision Prepare does not make.
 func (t *Table[T]) CheckSchema(ctx context.Context, api SchemaAPI, optFns ...func(*dynamodb.Options)) error {
+	if err := t.usable("CheckSchema", ErrInvalidQuery, optFns...); err != nil {
+		return err
+	}
+	if err := t.hasAPI("CheckSchema", api); err != nil {
+		return err
+	}
 	sv, err := t.survey(ctx, schemaCalls{api}, optFns)
 	if err != nil {
 		return err
