@@ -370,8 +370,10 @@ func describe(args []reflect.Value) string {
 			parts[i] = "ctx"
 		case a.Kind() == reflect.Interface && !a.IsNil():
 			parts[i] = fmt.Sprintf("%T value", a.Interface())
+		case a.Kind() == reflect.Slice && a.Len() == 1 && a.Index(0).IsZero():
+			parts[i] = "[zero]"
 		case a.Kind() == reflect.Slice && a.Len() > 0:
-			parts[i] = "zero..."
+			parts[i] = fmt.Sprintf("%v", a.Interface())
 		case a.Kind() == reflect.Pointer && !a.IsNil() && a.Elem().IsZero():
 			parts[i] = "&" + a.Type().Elem().String() + "{}"
 		case a.IsZero() && (a.Kind() == reflect.Pointer || a.Kind() == reflect.Interface || a.Kind() == reflect.Slice || a.Kind() == reflect.Map || a.Kind() == reflect.Func):
