@@ -96,13 +96,13 @@ func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
 			o.ControlTable = s.controlTable
 		}
 	})
+	t, err := ddbindex.New[T](client, fns...) // refuses a nil function
+	if err != nil {
+		return nil, err
+	}
 	var o ddbindex.Options
 	for _, fn := range fns {
 		fn(&o)
-	}
-	t, err := ddbindex.New[T](client, fns...)
-	if err != nil {
-		return nil, err
 	}
 	return &tableOf[T]{t: t, control: o.ControlTable}, nil
 }
