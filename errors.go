@@ -16,14 +16,16 @@ import (
 // consumer's Run returns its context's error as it is once the context is
 // done.
 var (
-	// ErrDeclaration: a model's ddbindex tags break a rule (code DDBX-100).
-	// Fix the declaration; the error names the struct, field and rule.
+	// ErrDeclaration: a model's ddbindex tags break a rule, or New or
+	// NewReadOnly is given a nil option function (code DDBX-100). Fix the
+	// declaration; the error names the struct, field and rule.
 	ErrDeclaration = &codedError{"DDBX-100", "invalid model declaration"}
 
 	// ErrInvalidQuery: a query cannot be translated: a condition on a
 	// component that does not exist, a value of the wrong type, begins_with on
-	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed
-	// (code DDBX-200). Raised before any request.
+	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed;
+	// a read on a nil or zero *Table (not made by New or NewReadOnly), a nil
+	// per-call option function (code DDBX-200). Raised before any request.
 	ErrInvalidQuery = &codedError{"DDBX-200", "invalid query"}
 
 	// ErrInvalidKey: [EncodeKey], [KeyPrefix], [DecodeKey] or [SplitKey]
@@ -76,15 +78,17 @@ var (
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
 	// refuse, a Number DynamoDB would refuse anywhere in an item or an
-	// update's values, a malformed version, migrate.BackfillOptions out of range
-	// (code DDBX-603). Raised before any request.
+	// update's values, a malformed version, migrate.BackfillOptions out of range;
+	// a write on a nil or zero *Table (not made by New or NewReadOnly), a nil
+	// per-call option function (code DDBX-603). Raised before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
 	// declared or configured: a write on a table made by [NewReadOnly],
 	// migrate.Backfill of the base table, Update of a model
-	// whose index tables are written through (code DDBX-604). Raised before
-	// any request.
+	// whose index tables are written through, a request of a table made with
+	// a nil client, CreateTables, CheckSchema or Prepare given a nil client
+	// (code DDBX-604). Raised before any request.
 	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not

@@ -193,7 +193,9 @@ func (o *Options) signingKey() []byte {
 }
 
 // Table is the handle for one model type T: its base table and every index
-// it declares. It is safe for concurrent use.
+// it declares. It is safe for concurrent use. Make it with [New] or
+// [NewReadOnly]: the methods of a nil or zero *Table return zero values, or
+// an error matching [ErrInvalidQuery] (reads) or [ErrInvalidWrite] (writes).
 type Table[T any] struct {
 	// client sends every request but those of CreateTables and CheckSchema,
 	// and package migrate's Backfill's Scans, which go to the client they
@@ -217,10 +219,6 @@ type Table[T any] struct {
 // every call that would send one fails with an error matching
 // [ErrUnsupported] (those that send none, such as Explain, Marshal and
 // CreateTableInputs, work).
-//
-// A Table must be made by New or NewReadOnly: the methods of a nil or zero
-// *Table return the zero value, or an error matching [ErrInvalidQuery]
-// (reads) or [ErrInvalidWrite] (writes).
 func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 	if client == nil {
 		client = noClient{}
