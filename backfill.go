@@ -45,8 +45,8 @@ type backfillable interface {
 
 // bridgeBackfill is newBackfill for internal/bridge.
 func (t *Table[T]) bridgeBackfill(index string) (bridge.Backfill, error) {
-	if t == nil {
-		return nil, fmt.Errorf("%w: Backfill: no Table (a nil *Table)", ErrInvalidWrite)
+	if err := t.usable("Backfill", ErrInvalidWrite); err != nil {
+		return nil, err
 	}
 	b, err := t.newBackfill(index)
 	if err != nil {

@@ -396,6 +396,9 @@ type CursorField struct {
 // *CursorError (matching [ErrInvalidCursor]) whose Reason says which; an
 // index the model does not declare is a *QueryError ([ErrInvalidQuery]).
 func (t *Table[T]) InspectCursor(index, cursor string) (*CursorInfo, error) {
+	if err := t.usable("InspectCursor", ErrInvalidQuery); err != nil {
+		return nil, err
+	}
 	d, err := t.index(index)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,9 @@ type DeclarationError struct {
 }
 
 func (e *DeclarationError) Error() string {
+	if e == nil {
+		return ErrDeclaration.Error()
+	}
 	var b strings.Builder
 	b.WriteString("ddbindex: ")
 	b.WriteString(e.Model)

@@ -22,6 +22,9 @@ import (
 // optFns are applied to every request Delete sends, as the SDK's own
 // per-call options.
 func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (err error) {
+	if err := t.usable("Delete", ErrInvalidWrite, optFns...); err != nil {
+		return err
+	}
 	ctx, c := t.tel.start(ctx, opDelete, t.s.base)
 	defer func() { c.end(ctx, err) }()
 	if err := t.writable("Delete"); err != nil {

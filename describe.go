@@ -54,8 +54,11 @@ type KeyComponent struct {
 }
 
 // Indexes describes the model's base table, then each index it declares, in
-// declaration order.
+// declaration order; none for a Table not made by New or NewReadOnly.
 func (t *Table[T]) Indexes() []IndexInfo {
+	if t.usable("Indexes", ErrInvalidQuery) != nil {
+		return nil
+	}
 	out := []IndexInfo{t.indexInfo(t.s.base, nil)}
 	seen := map[*declaration]bool{}
 	for _, d := range t.s.indexes {

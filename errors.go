@@ -16,15 +16,17 @@ import (
 // consumer's Run returns its context's error as it is once the context is
 // done.
 var (
-	// ErrDeclaration: a model's ddbindex tags break a rule (code DDBX-100).
-	// Fix the declaration; the error names the struct, field and rule.
+	// ErrDeclaration: a model's ddbindex tags break a rule, or New or
+	// NewReadOnly is given a nil option function (code DDBX-100). Fix the
+	// declaration; the error names the struct, field and rule.
 	ErrDeclaration = &codedError{"DDBX-100", "invalid model declaration"}
 
 	// ErrInvalidQuery: a query cannot be translated: a condition on a
 	// component that does not exist, a value of the wrong type, begins_with on
 	// a number, a consistent read on a GSI, BETWEEN with its bounds reversed;
-	// schema.Check without a table, a client or an option function (code
-	// DDBX-200). Raised before any request.
+	// a read on a nil or zero *Table (not made by New or NewReadOnly), a nil
+	// per-call option function, schema.Check without a table, a client or
+	// an option function (code DDBX-200). Raised before any request.
 	ErrInvalidQuery = &codedError{"DDBX-200", "invalid query"}
 
 	// ErrInvalidKey: [EncodeKey], [KeyPrefix], [DecodeKey] or [SplitKey]
@@ -81,14 +83,17 @@ var (
 	// refuse, a Number DynamoDB would refuse anywhere in an item or an
 	// update's values, a malformed version, migrate.BackfillOptions out of range,
 	// schema.CreateTables or schema.Prepare without a table, a client or an
-	// option function (code DDBX-603). Raised before any request.
+	// option function; a write on a nil or zero *Table (not made by New or
+	// NewReadOnly), a nil per-call option function (code DDBX-603). Raised
+	// before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
 
 	// ErrUnsupported: an operation that the table or index cannot do as
 	// declared or configured: a write on a table made by [NewReadOnly],
 	// migrate.Backfill of the base table, Update of a model
-	// whose index tables are written through (code DDBX-604). Raised before
-	// any request.
+	// whose index tables are written through, a request of a table made with
+	// a nil client, CreateTables, CheckSchema or Prepare given a nil client
+	// (code DDBX-604). Raised before any request.
 	ErrUnsupported = &codedError{"DDBX-604", "operation not supported by the table or index"}
 
 	// ErrStreamGap: the stream no longer holds records the consumer had not
@@ -159,6 +164,9 @@ type QueryError struct {
 }
 
 func (e *QueryError) Error() string {
+	if e == nil {
+		return ErrInvalidQuery.Error()
+	}
 	return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, ErrInvalidQuery.code)
 }
 
@@ -166,7 +174,12 @@ func (e *QueryError) Error() string {
 func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
 
 // Unwrap returns the underlying cause.
-func (e *QueryError) Unwrap() error { return e.Err }
+func (e *QueryError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrInvalidQuery's code.
 func (e *QueryError) Code() string { return ErrInvalidQuery.code }
@@ -199,6 +212,9 @@ type CursorError struct {
 }
 
 func (e *CursorError) Error() string {
+	if e == nil {
+		return ErrInvalidCursor.Error()
+	}
 	s := "ddbindex: invalid cursor: " + e.Reason
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
@@ -210,7 +226,12 @@ func (e *CursorError) Error() string {
 func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor }
 
 // Unwrap returns the underlying cause.
-func (e *CursorError) Unwrap() error { return e.Err }
+func (e *CursorError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrInvalidCursor's code.
 func (e *CursorError) Code() string { return ErrInvalidCursor.code }
@@ -244,6 +265,9 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
+	if e == nil {
+		return ErrDynamoDB.Error()
+	}
 	on := ""
 	switch {
 	case e.Table != "" && e.Index != "":
@@ -258,22 +282,28 @@ func (e *CallError) Error() string {
 func (e *CallError) Is(target error) bool { return target == ErrDynamoDB }
 
 // Unwrap returns the error the call returned.
-func (e *CallError) Unwrap() error { return e.Err }
+func (e *CallError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrDynamoDB's code.
 func (e *CallError) Code() string { return ErrDynamoDB.code }
 
 // Transient reports whether a later attempt of the call may succeed
 // (throttling, a 5xx answer, a connection error): [IsTransient] of the
-// call's error.
-func (e *CallError) Transient() bool { return IsTransient(e.Err) }
+// call's error. A nil *CallError is not transient.
+func (e *CallError) Transient() bool { return e != nil && IsTransient(e.Err) }
 
 // callErr wraps a non-nil error of a call in a *CallError; nil stays nil.
 // table and index are the request's names (nil when it has none).
-// errReadOnly, a read-only table's client refusing a write without sending
-// it, is no failed call and stays as it is.
+// errReadOnly and errNoClient, a read-only table's client refusing a write
+// and a nil client's stand-in refusing a request without sending it, are
+// no failed call and stay as they are.
 func callErr(op string, table, index *string, err error) error {
-	if err == nil || err == errReadOnly {
+	if err == nil || err == errReadOnly || err == errNoClient {
 		return err
 	}
 	e := &CallError{Op: op, Err: err}

@@ -51,6 +51,9 @@ type Request struct {
 //	  Limit: 20, ScanIndexForward: false
 func (r Request) String() string {
 	in := r.Input
+	if in == nil {
+		in = &dynamodb.QueryInput{}
+	}
 	var b strings.Builder
 	target := "table " + aws.ToString(in.TableName)
 	if in.IndexName != nil {
@@ -141,6 +144,9 @@ func resolveExpr(expr string, names map[string]string, values map[string]types.A
 // the other index type. It sends nothing. Errors are those Page would return
 // before any request (invalid query or cursor).
 func (q Query[T]) Explain() (*Explanation, error) {
+	if err := q.t.usable("Explain", ErrInvalidQuery); err != nil {
+		return nil, err
+	}
 	d, err := q.t.index(q.index)
 	if err != nil {
 		return nil, err

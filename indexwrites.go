@@ -65,6 +65,9 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
 		}
 	}()
+	if err := t.usable("IndexWrites", ErrInvalidWrite); err != nil {
+		return nil, err
+	}
 	version, err := versionValue(c.Version)
 	if err != nil {
 		return nil, err
@@ -490,6 +493,9 @@ func (s *ApplyStats) add(o ApplyStats) {
 // optFns are applied to every request Apply sends, as the SDK's own per-call
 // options.
 func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*dynamodb.Options)) (st ApplyStats, err error) {
+	if err := t.usable("Apply", ErrInvalidWrite, optFns...); err != nil {
+		return st, err
+	}
 	ctx, ic := t.tel.start(ctx, opApply, t.s.base)
 	defer func() { ic.applied(len(changes), st); ic.end(ctx, err) }()
 	if err := t.writable("Apply"); err != nil {

@@ -30,6 +30,9 @@ import (
 // the attribute. An item the library cannot store or key is an error
 // matching [ErrInvalidWrite].
 func (t *Table[T]) Marshal(item T) (map[string]types.AttributeValue, error) {
+	if err := t.usable("Marshal", ErrInvalidWrite); err != nil {
+		return nil, err
+	}
 	av, texts, err := t.marshal(&item)
 	if err != nil {
 		return nil, err

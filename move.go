@@ -24,6 +24,9 @@ import (
 // optFns are applied to every request Move sends, as the SDK's own per-call
 // options.
 func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
+	if err := t.usable("Move", ErrInvalidWrite, optFns...); err != nil {
+		return to, err
+	}
 	ctx, c := t.tel.start(ctx, opMove, t.s.base)
 	defer func() { c.end(ctx, err) }()
 	if err := t.writable("Move"); err != nil {

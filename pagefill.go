@@ -368,6 +368,9 @@ type CapError struct {
 }
 
 func (e *CapError) Error() string {
+	if e == nil {
+		return ErrCapReached.Error()
+	}
 	return fmt.Sprintf("ddbindex: %s cap of %g reached (used %g); continue with the returned cursor [%s]", e.Cap, e.Limit, e.Used, ErrCapReached.code)
 }
 

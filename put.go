@@ -29,6 +29,9 @@ import (
 // optFns are applied to every request Put sends, as the SDK's own per-call
 // options.
 func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
+	if err := t.usable("Put", ErrInvalidWrite, optFns...); err != nil {
+		return item, err
+	}
 	ctx, c := t.tel.start(ctx, opPut, t.s.base)
 	defer func() { c.end(ctx, err) }()
 	if err := t.writable("Put"); err != nil {

@@ -462,6 +462,9 @@ func (p *plan) checkPosition(pos position, partition []string, what string) erro
 // optFns are applied to every request Page sends, as the SDK's own per-call
 // options; so it is for All and Exists.
 func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (page *Page[T], err error) {
+	if err := q.t.usable("Page", ErrInvalidQuery, optFns...); err != nil {
+		return nil, err
+	}
 	ctx, c := q.instrument(ctx, opPage)
 	defer func() { endPage(ctx, c, page, err) }()
 	p, err := q.plan()
@@ -498,6 +501,10 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		if err := q.t.usable("All", ErrInvalidQuery, optFns...); err != nil {
+			yield(zero, err)
+			return
+		}
 		ctx, c := q.instrument(ctx, opAll)
 		if c != nil {
 			var failed error
@@ -598,6 +605,9 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 // with the smallest read (Limit 1) and reads on through tombstones, growing
 // the request as it learns how many there are.
 func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options)) (_ bool, err error) {
+	if err := q.t.usable("Exists", ErrInvalidQuery, optFns...); err != nil {
+		return false, err
+	}
 	ctx, c := q.instrument(ctx, opExists)
 	var page *Page[T]
 	defer func() { endPage(ctx, c, page, err) }()

@@ -38,8 +38,8 @@ type specified interface {
 
 // bridgeSpec is spec for internal/bridge.
 func (t *Table[T]) bridgeSpec() (*spec.Tables, error) {
-	if t == nil {
-		return nil, fmt.Errorf("%w: no Table (a nil *Table)", ErrInvalidWrite)
+	if err := t.usable("describing the tables", ErrInvalidWrite); err != nil {
+		return nil, err
 	}
 	return t.spec(), nil
 }

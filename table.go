@@ -179,7 +179,9 @@ func (o *Options) signingKey() []byte {
 }
 
 // Table is the handle for one model type T: its base table and every index
-// it declares. It is safe for concurrent use.
+// it declares. It is safe for concurrent use. Make it with [New] or
+// [NewReadOnly]: the methods of a nil or zero *Table return zero values, or
+// an error matching [ErrInvalidQuery] (reads) or [ErrInvalidWrite] (writes).
 type Table[T any] struct {
 	// client sends every request but those of package schema (which
 	// describes the tables through spec.go) and package migrate's
@@ -195,8 +197,15 @@ type Table[T any] struct {
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
-// type and validated (see [DeclarationError]).
+// type and validated (see [DeclarationError]); a nil option function is
+// refused the same way. A nil client makes a Table that sends no request:
+// every call that would send one fails with an error matching
+// [ErrUnsupported] (those that send none, such as Explain, Marshal and
+// CreateTableInputs, work).
 func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
+	if client == nil {
+		client = noClient{}
+	}
 	return newTable[T](client, false, optFns)
 }
 
@@ -205,8 +214,12 @@ func New[T any](client Client, optFns ...func(*Options)) (*Table[T], error) {
 // BatchGet, queries and Explain work as on a table made by [New];
 // Put, Delete, Move, Update, Apply and migrate.Backfill fail before any request with
 // an error matching [ErrUnsupported]. Package schema's CreateTables, Check
-// and Prepare take their own client, and work on either kind of table.
+// and Prepare take their own client, and work on either kind of table. A
+// nil client, and a nil option function, are taken as by New.
 func NewReadOnly[T any](client ReadAPI, optFns ...func(*Options)) (*Table[T], error) {
+	if client == nil {
+		client = noClient{}
+	}
 	return newTable[T](readOnlyClient{client}, true, optFns)
 }
 
@@ -216,7 +229,10 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 		return nil, err
 	}
 	var o Options
-	for _, fn := range optFns {
+	for i, fn := range optFns {
+		if fn == nil {
+			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("option function %d is nil", i)}
+		}
 		fn(&o)
 	}
 	if o.Retention < 0 {
@@ -244,6 +260,36 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 		}
 	}
 	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, tel: newTelemetry(s, &o)}, nil
+}
+
+// usable returns an error matching sentinel (ErrInvalidQuery for a read,
+// ErrInvalidWrite for a write) when t was not made by New or NewReadOnly
+// (it is nil, or a zero Table), or when one of the per-call options is a
+// nil function, which the SDK would call: the first check of every
+// exported method, before anything reads t's fields.
+func (t *Table[T]) usable(op string, sentinel error, optFns ...func(*dynamodb.Options)) error {
+	if t == nil || t.s == nil {
+		return fmt.Errorf("%w: %s of %v on a Table not made by New or NewReadOnly", sentinel, op, reflect.TypeFor[T]())
+	}
+	return nilOption(op, sentinel, optFns)
+}
+
+// nilOption returns an error matching sentinel when one of optFns is nil.
+func nilOption[O any](op string, sentinel error, optFns []func(O)) error {
+	if i := slices.IndexFunc(optFns, func(fn func(O)) bool { return fn == nil }); i >= 0 {
+		return fmt.Errorf("%w: %s: option function %d is nil", sentinel, op, i)
+	}
+	return nil
+}
+
+// hasAPI returns an error matching ErrUnsupported when api, the client
+// CreateTables, CheckSchema or Prepare was given, is nil: as a Table made
+// from a nil client, the call sends no request.
+func (t *Table[T]) hasAPI(op string, api any) error {
+	if api == nil {
+		return fmt.Errorf("%w: %s of %s with a nil client", ErrUnsupported, op, t.s.model)
+	}
+	return nil
 }
 
 // writable returns an error matching ErrUnsupported when t is read-only: the
@@ -280,8 +326,49 @@ func (readOnlyClient) TransactWriteItems(context.Context, *dynamodb.TransactWrit
 	return nil, errReadOnly
 }
 
-// TableName returns the physical name of the base table.
-func (t *Table[T]) TableName() string { return t.opts.TableName(t.s.table) }
+// noClient is the client of a Table made from a nil client: it refuses
+// every request without sending it. calls passes errNoClient on as it is:
+// it is not a failed call.
+type noClient struct{}
+
+var errNoClient = fmt.Errorf("%w: the Table was made with a nil client, and sends no request", ErrUnsupported)
+
+func (noClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errNoClient
+}
+
+func (noClient) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, errNoClient
+}
+
+func (noClient) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, errNoClient
+}
+
+func (noClient) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errNoClient
+}
+
+func (noClient) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errNoClient
+}
+
+func (noClient) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errNoClient
+}
+
+func (noClient) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errNoClient
+}
+
+// TableName returns the physical name of the base table; "" for a Table
+// not made by New or NewReadOnly.
+func (t *Table[T]) TableName() string {
+	if t.usable("TableName", ErrInvalidQuery) != nil {
+		return ""
+	}
+	return t.opts.TableName(t.s.table)
+}
 
 // index returns the declaration for a logical index name ("" is the base
 // table).

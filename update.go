@@ -70,6 +70,9 @@ import (
 // optFns are applied to every request Update sends, as the SDK's own
 // per-call options.
 func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...func(*dynamodb.Options)) (err error) {
+	if err := t.usable("Update", ErrInvalidWrite, optFns...); err != nil {
+		return err
+	}
 	ctx, c := t.tel.start(ctx, opUpdate, t.s.base)
 	defer func() { c.end(ctx, err) }()
 	if err := t.writable("Update"); err != nil {

@@ -47,6 +47,9 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
+	if e == nil {
+		return ErrConflict.Error()
+	}
 	what := "a condition failed"
 	if len(e.Failed) > 0 {
 		what = "failed: " + strings.Join(e.Failed, "; ")
@@ -58,7 +61,12 @@ func (e *ConflictError) Error() string {
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // Unwrap returns the DynamoDB error.
-func (e *ConflictError) Unwrap() error { return e.Err }
+func (e *ConflictError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ErrConflict's code.
 func (e *ConflictError) Code() string { return ErrConflict.code }

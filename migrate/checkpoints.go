@@ -51,14 +51,22 @@ type Checkpoints interface {
 
 // MemoryCheckpoints keeps backfill positions in memory: a backfill canceled
 // and called again in the same process resumes. The zero value is ready to
-// use; it is safe for concurrent use.
+// use; it is safe for concurrent use. A nil *MemoryCheckpoints refuses
+// every call with an error matching [ddbindex.ErrInvalidWrite], as a
+// DynamoDBCheckpoints without a Client does.
 type MemoryCheckpoints struct {
 	mu  sync.Mutex
 	pos map[string]map[Segment]Checkpoint
 }
 
+// errNilMemory is the error of every call on a nil *MemoryCheckpoints.
+var errNilMemory = fmt.Errorf("%w: a nil *MemoryCheckpoints (use a new(MemoryCheckpoints))", ddbindex.ErrInvalidWrite)
+
 // Load returns the positions saved under key.
 func (m *MemoryCheckpoints) Load(_ context.Context, key string) (map[Segment]Checkpoint, error) {
+	if m == nil {
+		return nil, errNilMemory
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.pos[key]), nil
@@ -66,6 +74,9 @@ func (m *MemoryCheckpoints) Load(_ context.Context, key string) (map[Segment]Che
 
 // Save keeps segment's position under key.
 func (m *MemoryCheckpoints) Save(_ context.Context, key string, segment Segment, lastEvaluatedKey map[string]types.AttributeValue) error {
+	if m == nil {
+		return errNilMemory
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pos == nil {
@@ -81,6 +92,9 @@ func (m *MemoryCheckpoints) Save(_ context.Context, key string, segment Segment,
 // Clear forgets every position saved under key, so that the next backfill
 // starts from the beginning.
 func (m *MemoryCheckpoints) Clear(_ context.Context, key string) error {
+	if m == nil {
+		return errNilMemory
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.pos, key)
@@ -114,7 +128,7 @@ const (
 
 // check reports a store that cannot send requests.
 func (s *DynamoDBCheckpoints) check() error {
-	if s.Client == nil || s.Table == "" {
+	if s == nil || s.Client == nil || s.Table == "" {
 		return fmt.Errorf("%w: DynamoDBCheckpoints needs a Client and a Table", ddbindex.ErrInvalidWrite)
 	}
 	return nil

@@ -30,8 +30,9 @@ type Comparison struct {
 	Differences []string
 }
 
-// Equal reports whether both forms gave the same answer.
-func (c *Comparison) Equal() bool { return len(c.Differences) == 0 }
+// Equal reports whether both forms gave the same answer (false for a nil
+// Comparison).
+func (c *Comparison) Equal() bool { return c != nil && len(c.Differences) == 0 }
 
 // maxDifferences bounds the differences a Comparison lists.
 const maxDifferences = 20

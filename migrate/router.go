@@ -148,6 +148,14 @@ func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 	return r, nil
 }
 
+// made reports whether r was made by NewRouter: a nil or zero Router
+// routes nothing, and its methods that return an error say so.
+func (r *Router) made() bool { return r != nil && r.snap.Load() != nil }
+
+func errNotMade(op string) error {
+	return fmt.Errorf("%w: migrate.Router.%s: the Router was not made by NewRouter", ddbindex.ErrInvalidQuery, op)
+}
+
 // sleepCtx waits d, or until ctx is done.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	tm := time.NewTimer(d)
@@ -163,6 +171,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Route implements [ddbindex.Router]: the control table's route of the
 // index, else the Fallback's answer.
 func (r *Router) Route(table, index, partition string, forms [2]ddbindex.Kind) (ddbindex.Kind, bool) {
+	if !r.made() {
+		return 0, false
+	}
 	s := r.snap.Load()
 	if !s.tables[table] {
 		r.learn(table)
@@ -199,6 +210,9 @@ func (r *Router) learn(table string) {
 // [Router.Close] is called. A Router starts once; Start after Start or
 // Close fails with an error matching [ddbindex.ErrInvalidQuery].
 func (r *Router) Start(ctx context.Context) error {
+	if !r.made() {
+		return errNotMade("Start")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -253,6 +267,9 @@ func (r *Router) backoff(failures int) time.Duration {
 // is safe to call more than once; the Router keeps routing by the routes
 // it read.
 func (r *Router) Close() {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	r.closed = true
 	cancel, done := r.cancel, r.done
@@ -271,6 +288,9 @@ func (r *Router) Close() {
 // its table's read with [ddbindex.ErrMalformedItem], naming the index, the
 // attribute and what is wrong with it.
 func (r *Router) Err() error {
+	if !r.made() {
+		return errNotMade("Err")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastErr
@@ -282,6 +302,9 @@ func (r *Router) Err() error {
 // ddbindex.migration.route_refresh_errors and goes to OnError, unless ctx
 // is done. It returns the failures, joined (see [Router.Err]).
 func (r *Router) Refresh(ctx context.Context) error {
+	if !r.made() {
+		return errNotMade("Refresh")
+	}
 	r.mu.Lock()
 	r.seq++
 	start := r.seq
@@ -348,6 +371,9 @@ func (r *Router) Refresh(ctx context.Context) error {
 // there is absent. It changes nothing the Router routes by: it is for
 // operators and tools that show the routes (package ops's "route").
 func (r *Router) Routes(ctx context.Context, table string) (map[string]Route, error) {
+	if !r.made() {
+		return nil, errNotMade("Routes")
+	}
 	return r.read(ctx, table)
 }
 

@@ -136,10 +136,17 @@ func NewShadows(o ShadowOptions) (*Shadows, error) {
 	return s, nil
 }
 
+// made reports whether s was made by NewShadows: a nil or zero Shadows
+// compares nothing and has nothing to wait for.
+func (s *Shadows) made() bool { return s != nil && s.idle != nil }
+
 // ObserveRead implements [ddbindex.ReadObserver]: it samples the page, and
 // starts its comparison on a goroutine of its own when the concurrency and
 // the read-unit budget allow.
 func (s *Shadows) ObserveRead(ctx context.Context, ev ddbindex.ReadEvent) {
+	if !s.made() {
+		return
+	}
 	if ev.Admin || ev.Compare == nil || s.o.Rate <= 0 || rand.Float64() >= s.o.Rate {
 		return
 	}
@@ -238,6 +245,9 @@ func (s *Shadows) count(fn func(*ShadowStats)) {
 
 // Stats returns what Shadows did so far.
 func (s *Shadows) Stats() ShadowStats {
+	if !s.made() {
+		return ShadowStats{}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stats
@@ -246,6 +256,9 @@ func (s *Shadows) Stats() ShadowStats {
 // Wait waits until no comparison is in flight, or ctx is done; Shadows
 // goes on taking pages.
 func (s *Shadows) Wait(ctx context.Context) error {
+	if !s.made() {
+		return nil
+	}
 	s.mu.Lock()
 	idle := s.idle
 	s.mu.Unlock()
@@ -263,6 +276,9 @@ func (s *Shadows) Wait(ctx context.Context) error {
 // No goroutine of Shadows runs once Close has returned; calling it again
 // waits for nothing.
 func (s *Shadows) Close(ctx context.Context) error {
+	if !s.made() {
+		return nil
+	}
 	s.mu.Lock()
 	s.closed = true
 	idle := s.idle

@@ -99,6 +99,9 @@ func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
 			o.ControlTable = s.controlTable
 		}
 	})
+	if _, err := ddbindex.New[T](client, fns...); err != nil { // refuses a nil function
+		return nil, err
+	}
 	var o ddbindex.Options
 	for _, fn := range fns {
 		fn(&o)

@@ -81,16 +81,31 @@ func Main(models ...ModelDef) {
 // from the declarations, the two forms of an index differ, a cursor is
 // refused), 2 when it could not run (a usage error, a failed call). Results
 // go to stdout; progress, warnings and errors to stderr; stdin holds a
-// cursor or partitions when an argument says "-".
+// cursor or partitions when an argument says "-". A nil stdin reads as
+// empty, a nil stdout or stderr discards what is written to it; a nil
+// option function, or a zero ModelDef among models, is a usage error.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, models []ModelDef, optFns ...func(*RunOptions)) int {
-	var o RunOptions
-	for _, fn := range optFns {
-		fn(&o)
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
 	}
 	prog := "ddbindex-ops"
 	if len(args) > 0 {
 		prog = filepath.Base(args[0])
 		args = args[1:]
+	}
+	var o RunOptions
+	for i, fn := range optFns {
+		if fn == nil {
+			fmt.Fprintf(stderr, "%s: RunOptions function %d is nil\n", prog, i)
+			return exitTrouble
+		}
+		fn(&o)
 	}
 	e := &env{ctx: ctx, prog: prog, stdin: stdin, stdout: stdout, stderr: stderr, models: models, opts: o}
 	if e.opts.Terminal == nil {
@@ -348,6 +363,9 @@ func (e *env) open() ([]table, error) {
 	}
 	out := make([]table, len(e.models))
 	for i, m := range e.models {
+		if m.m == nil {
+			return nil, usageErr("", "model %d is a zero ModelDef: make each with ops.Model", i)
+		}
 		t, err := m.m.open(client, &e.g.settings)
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", m.m.name(), err)

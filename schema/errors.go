@@ -25,6 +25,9 @@ type Error struct {
 
 // Error lists the problems, one a line.
 func (e *Error) Error() string {
+	if e == nil {
+		return ddbindex.ErrSchemaMismatch.Error()
+	}
 	return fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
 		cmp.Or(e.intro, "the live schema does not match the declarations"),
 		e.Code(), strings.Join(e.Problems, "\n  - "))

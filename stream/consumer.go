@@ -49,14 +49,22 @@ type Checkpoints interface {
 
 // MemoryCheckpoints keeps checkpoints in memory: for tests and for consumers
 // that may replay a stream from its start on restart (Apply is idempotent).
-// The zero value is ready to use.
+// The zero value is ready to use; a nil *MemoryCheckpoints refuses every
+// call with an error matching [ddbindex.ErrInvalidWrite], as a
+// DynamoDBCheckpoints without a Client does.
 type MemoryCheckpoints struct {
 	mu  sync.Mutex
 	seq map[string]string
 }
 
+// errNilMemory is the error of every call on a nil *MemoryCheckpoints.
+var errNilMemory = fmt.Errorf("%w: stream: a nil *MemoryCheckpoints (use a new(MemoryCheckpoints))", ddbindex.ErrInvalidWrite)
+
 // Checkpoint returns the shard's checkpoint from memory.
 func (m *MemoryCheckpoints) Checkpoint(_ context.Context, shardID string) (string, error) {
+	if m == nil {
+		return "", errNilMemory
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.seq[shardID], nil
@@ -64,6 +72,9 @@ func (m *MemoryCheckpoints) Checkpoint(_ context.Context, shardID string) (strin
 
 // SetCheckpoint keeps the shard's checkpoint in memory.
 func (m *MemoryCheckpoints) SetCheckpoint(_ context.Context, shardID, seq string) error {
+	if m == nil {
+		return errNilMemory
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seq == nil {

@@ -45,6 +45,9 @@ type PoisonRecordError struct {
 
 // Error names the record and its shard, the cause, and what to do.
 func (e *PoisonRecordError) Error() string {
+	if e == nil {
+		return ddbindex.ErrPoisonRecord.Error()
+	}
 	keys := e.Keys
 	switch {
 	case keys == "":
@@ -60,7 +63,12 @@ func (e *PoisonRecordError) Error() string {
 func (e *PoisonRecordError) Is(target error) bool { return target == ddbindex.ErrPoisonRecord }
 
 // Unwrap returns the cause.
-func (e *PoisonRecordError) Unwrap() error { return e.Err }
+func (e *PoisonRecordError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ddbindex.ErrPoisonRecord's code, not the cause's, so that
 // [ddbindex.Code] gives it.
@@ -87,6 +95,9 @@ type GapError struct {
 
 // Error names the shard and the range that may be lost, and what to do.
 func (e *GapError) Error() string {
+	if e == nil {
+		return ddbindex.ErrStreamGap.Error()
+	}
 	after := "from the shard's start"
 	if e.AfterSequence != "" {
 		after = "after sequence number " + e.AfterSequence
@@ -99,7 +110,12 @@ func (e *GapError) Error() string {
 func (e *GapError) Is(target error) bool { return target == ddbindex.ErrStreamGap }
 
 // Unwrap returns the cause.
-func (e *GapError) Unwrap() error { return e.Err }
+func (e *GapError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Code returns ddbindex.ErrStreamGap's code, so that [ddbindex.Code] gives
 // it.

@@ -1,6 +1,7 @@
 // Package models declares the models of the example applications,
 // examples/supportdesk's Ticket and examples/feed's Post, with the options
-// each application opens its table with. They live in a package of their
+// each application opens its table with (an option function given a nil
+// *Options sets nothing). They live in a package of their
 // own so that cmd/ddbindex-demo, the operator command of the examples, is
 // built from the very declarations the examples run with.
 package models
@@ -28,7 +29,11 @@ type Ticket struct {
 
 // TicketOptions are the support desk's options: its index table is written
 // in the same transaction as the ticket, so it needs no stream.
-func TicketOptions(o *ddbindex.Options) { o.WriteThrough = true }
+func TicketOptions(o *ddbindex.Options) {
+	if o != nil {
+		o.WriteThrough = true
+	}
+}
 
 // Post is one post of the global feed (examples/feed). Every post is in the
 // one global feed: Feed is the constant "global", the old GSI's sort = 0.
@@ -47,4 +52,8 @@ type Post struct {
 
 // PostOptions are the feed's options: a deleted post's tombstone lives a
 // day. The feed's index table is kept from the base table's stream.
-func PostOptions(o *ddbindex.Options) { o.Retention = 24 * time.Hour }
+func PostOptions(o *ddbindex.Options) {
+	if o != nil {
+		o.Retention = 24 * time.Hour
+	}
+}
