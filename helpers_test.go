@@ -40,12 +40,6 @@ func tableInputs[T any](tb *Table[T], stream bool) []*dynamodb.CreateTableInput 
 	return tb.spec().CreateTableInputs(stream)
 }
 
-// controlInput returns the CreateTable request of tb's control table (nil
-// when it names none): schema.ControlTableInput.
-func controlInput[T any](tb *Table[T]) *dynamodb.CreateTableInput {
-	return tb.spec().ControlTableInput()
-}
-
 // createTables does what schema.CreateTables does, for the tests: it
 // creates tb's base table (with a stream when stream is true and the model
 // has index tables) and index tables, waits until they are active, enables

@@ -282,16 +282,6 @@ func nilOption[O any](op string, sentinel error, optFns []func(O)) error {
 	return nil
 }
 
-// hasAPI returns an error matching ErrUnsupported when api, the client
-// CreateTables, CheckSchema or Prepare was given, is nil: as a Table made
-// from a nil client, the call sends no request.
-func (t *Table[T]) hasAPI(op string, api any) error {
-	if api == nil {
-		return fmt.Errorf("%w: %s of %s with a nil client", ErrUnsupported, op, t.s.model)
-	}
-	return nil
-}
-
 // writable returns an error matching ErrUnsupported when t is read-only: the
 // first check of every method that writes, so that it fails before any
 // request.
