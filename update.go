@@ -27,7 +27,7 @@ import (
 //	err := tickets.Update(ctx, Ticket{Team: "T1", ID: "42"},
 //		ddbindex.Set("status", "closed").Remove("assignee"))
 //
-// Update may change index keys, the seed's pattern for a value that is
+// Update may change index keys, the pattern for a value that is
 // sorted on and changes (a ticket's status): keep it out of the base key, in
 // a GSI or LSI sort key, and update it in place.
 //
