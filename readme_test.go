@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The README's API reference names every exported identifier of the root
+// The API reference (docs/reference.md) names every exported identifier of the root
 // package and of packages stream, migrate, schema and ops, and nothing
 // else: a type, function, constant or variable as `Name`, a method as
 // `Type.Method` (those of the other packages with the prefix "stream.",
@@ -28,9 +28,9 @@ func TestREADMEAPIReference(t *testing.T) {
 			exported[pkg.prefix+name] = true
 		}
 	}
-	readme, err := os.ReadFile("README.md")
+	ref, err := os.ReadFile("docs/reference.md")
 	require.NoError(t, err)
-	section := apiSection(t, string(readme))
+	section := apiSection(t, string(ref))
 	mentioned := map[string]bool{}
 	for _, m := range regexp.MustCompile("`((?:stream\\.|migrate\\.|schema\\.|ops\\.)?[A-Z][A-Za-z0-9_]*(?:\\.[A-Z][A-Za-z0-9_]*)?)").FindAllStringSubmatch(section, -1) {
 		mentioned[m[1]] = true
@@ -48,15 +48,16 @@ func TestREADMEAPIReference(t *testing.T) {
 	}
 	slices.Sort(missing)
 	slices.Sort(unknown)
-	require.Empty(t, missing, "exported identifiers the README's API reference does not name")
-	require.Empty(t, unknown, "names in the README's API reference that nothing exports")
+	require.Empty(t, missing, "exported identifiers docs/reference.md does not name")
+	require.Empty(t, unknown, "names in docs/reference.md that nothing exports")
 	require.Greater(t, len(exported), 60, "the walk found the packages' identifiers")
 }
 
-// apiSection returns the README's "## API reference" section.
-func apiSection(t *testing.T, readme string) string {
-	_, rest, ok := strings.Cut(readme, "\n## API reference\n")
-	require.True(t, ok, "README.md has no \"## API reference\" section")
+// apiSection returns docs/reference.md after its "# API reference" title,
+// up to a next section if it has one.
+func apiSection(t *testing.T, ref string) string {
+	_, rest, ok := strings.Cut(ref, "# API reference\n")
+	require.True(t, ok, "docs/reference.md has no \"# API reference\" title")
 	if i := strings.Index(rest, "\n## "); i >= 0 {
 		rest = rest[:i]
 	}
@@ -110,16 +111,16 @@ func exportedNames(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestREADMERunbookSnippet: every line of the Go block of the README's
-// runbook is a line of Example_runbook (or of the model it declares), in
+// TestREADMERunbookSnippet: every line of the Go block of the runbook
+// (docs/migration.md) is a line of Example_runbook (or of the model it declares), in
 // the same order, so the README's code compiles and runs as the example
 // does. Trailing comments and runs of spaces do not count.
 func TestREADMERunbookSnippet(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	guide, err := os.ReadFile("docs/migration.md")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n## Migrating a GSI to an index table (and back): the runbook\n")
-	require.True(t, ok, "README.md has no runbook section")
-	section, _, _ = strings.Cut(section, "\n### ")
+	_, section, ok := strings.Cut(string(guide), "\n## The runbook\n")
+	require.True(t, ok, "docs/migration.md has no runbook section")
+	section, _, _ = strings.Cut(section, "\n## ")
 	_, block, ok := strings.Cut(section, "\n```go\n")
 	require.True(t, ok, "the runbook section has no Go block")
 	block, _, ok = strings.Cut(block, "\n```\n")
@@ -146,13 +147,46 @@ func TestREADMERunbookSnippet(t *testing.T) {
 		return out
 	}
 	want, have := norm(block), norm(example)
-	require.Greater(t, len(want), 10, "the README's block has the runbook's calls")
+	require.Greater(t, len(want), 10, "the guide's block has the runbook's calls")
 	i := 0
 	for _, line := range want {
 		for i < len(have) && have[i] != line {
 			i++
 		}
-		require.Less(t, i, len(have), "the README's runbook line %q is not in Example_runbook (after the lines before it)", line)
+		require.Less(t, i, len(have), "the runbook's line %q is not in Example_runbook (after the lines before it)", line)
 		i++
 	}
+}
+
+// TestREADMEFirstProgram: the README's first program is the body of
+// Example_firstProgram (example_readme_test.go), line for line with the
+// indentation stripped, so the README's code compiles as the example does.
+func TestREADMEFirstProgram(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## A first program\n")
+	require.True(t, ok, "README.md has no \"## A first program\" section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, ok := strings.Cut(section, "\n```go\n")
+	require.True(t, ok, "the first program section has no Go block")
+	block, _, ok = strings.Cut(block, "\n```\n")
+	require.True(t, ok, "the first program's Go block does not end")
+
+	src, err := os.ReadFile("example_readme_test.go")
+	require.NoError(t, err)
+	_, body, ok := strings.Cut(string(src), "\nfunc Example_firstProgram() {\n")
+	require.True(t, ok, "example_readme_test.go has no Example_firstProgram")
+	body, _, ok = strings.Cut(body, "\n}\n")
+	require.True(t, ok, "Example_firstProgram does not end")
+
+	strip := func(text string) []string {
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		for i, line := range lines {
+			lines[i] = strings.TrimSpace(line)
+		}
+		return lines
+	}
+	want, have := strip(body), strip(block)
+	require.Greater(t, len(want), 20, "the example has the first program's calls")
+	require.Equal(t, want, have, "the README's first program differs from Example_firstProgram's body")
 }
