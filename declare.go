@@ -36,7 +36,7 @@ type TableSpec struct{}
 //
 //	type=gsi|lsi|table  the index type (required): the form that serves reads
 //	keep=gsi|lsi|table  a second form that every write keeps up too, during a
-//	                    migration between the two (see the README's runbook)
+//	                    migration between the two (see docs/migration.md)
 //	name=NAME           the physical name of the declared type's form: the GSI/LSI
 //	                    name, or the index table's name (default: the logical name
 //	                    for gsi/lsi, TABLE-LOGICAL for table)
@@ -45,7 +45,7 @@ type TableSpec struct{}
 //	                    (required for a composite GSI/LSI key; an index table defaults to _pk and _sk)
 //	project=all|keys|a|b|c  what the index projects (default all)
 //	shards=N            write-shard the index's partitions N ways (1 to 1024; see
-//	                    the README's "Sharded indexes"): each item's partition
+//	                    docs/sharding.md): each item's partition
 //	                    value gets a suffix, a stable hash of its base key mod N,
 //	                    and a query reads the N shards and merges them in order
 type IndexSpec struct{}

@@ -180,7 +180,7 @@ func TestSchemaCompleteModel(t *testing.T) {
 	assert.Equal(t, []int{9}, prio.index, "the struct field index, marker fields counted")
 }
 
-// The stored key values of an item, as the README describes them.
+// The stored key values of an item, as docs/models.md describes them.
 func TestSchemaKeyValues(t *testing.T) {
 	s := ixSchema(t)
 	created := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)

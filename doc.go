@@ -77,7 +77,7 @@
 // requests, capacity units, items read, returned, filtered and dropped, the tombstone ratio, errors by code, caps, the migration's routed
 // and shadow reads, and a span per call with an event per DynamoDB request.
 // It never depends on the OpenTelemetry SDK, which the application chooses.
-// The README's Observability section lists every instrument.
+// docs/observability.md lists every instrument.
 //
 // Every error matches one sentinel with errors.Is ([ErrInvalidCursor] is the
 // one a client's cursor fails with: HTTP 400) and has a stable code ([Code]);
@@ -86,6 +86,6 @@
 // sentinel, and stream.Consumer.Run returns its context's error as it is. A
 // failed call to DynamoDB (or, in package stream, to DynamoDB Streams or a
 // checkpoint store) is a [*CallError] ([ErrDynamoDB]), which unwraps to the
-// SDK's error. The README's error reference says, per code,
+// SDK's error. docs/errors.md says, per code,
 // why it happens, what to do, and the HTTP status it maps to.
 package ddbindex

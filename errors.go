@@ -6,8 +6,8 @@ import (
 )
 
 // The sentinel errors. Every error ddbindex returns matches exactly one of
-// them with errors.Is, and [Code] gives that sentinel's stable code; the
-// README's error reference says, per code, why it happens, what to do, and
+// them with errors.Is, and [Code] gives that sentinel's stable code;
+// docs/errors.md says, per code, why it happens, what to do, and
 // the HTTP status it maps to. This holds for the stream package's errors
 // too. The only errors that match two are those that report another error
 // as their cause: a stream.PoisonRecordError also matches the sentinel of

@@ -398,7 +398,7 @@ func ExampleTable_Update() {
 }
 
 // httpStatus is the HTTP status a service answers a failed call with, by
-// the error's code (the README's error reference gives the reasons): 400
+// the error's code (docs/errors.md gives the reasons): 400
 // for what the request brought (a cursor, a condition value, an item that
 // cannot be stored), 404 for an item Get does not find, 409 for a lost
 // conditional write, 503 for a DynamoDB call that a later attempt may get
@@ -564,7 +564,7 @@ type MigratingTicket struct {
 	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
 }
 
-// The README's runbook, GSI to index table, steps 1 and 2 on one instance:
+// The runbook of docs/migration.md, GSI to index table, steps 1 and 2 on one instance:
 // schema.Prepare creates the index table, its TTL, the base table's stream and the
 // control table; the stream consumer keeps the table from then on; Backfill
 // writes the entries of the tickets written before; migrate.SetRoute sends

@@ -17,7 +17,7 @@ import (
 // order-preserving text, how texts join into one DynamoDB String, and how
 // that string splits back. Nothing else in the package escapes or joins.
 //
-// The scheme (see the README, "Composite keys"):
+// The scheme (see docs/models.md, "Composite keys"):
 //
 //   - components are joined with '#' (0x23);
 //   - inside a string component (which must be valid UTF-8), every byte

@@ -26,7 +26,7 @@ import (
 	"github.com/ddbindex/ddbindex/stream"
 )
 
-// The runbook tests walk the README's migration runbook, in each direction,
+// The runbook tests walk docs/migration.md, in each direction,
 // with a mixed fleet at every step: instances at step k and k+1 write and
 // read concurrently, the routes change at run time, the fleet rolls back one
 // step and forward again, and the old form is dropped once no instance reads
@@ -780,7 +780,7 @@ func rbWaitNoGSI(ctx context.Context, c *dynamodb.Client, table string) error {
 	}
 }
 
-// GSI to index table, the README's runbook as written.
+// GSI to index table, docs/migration.md as written.
 func TestRunbookMixedFleet(t *testing.T) {
 	t.Parallel()
 	ddbtest.Require(t, ddbtest.Streams)      // the index table is kept from the stream, whoever writes

@@ -127,8 +127,8 @@ type Options struct {
 	// with a transient error (see [IsTransient]).
 	Retry RetryOptions
 
-	// MeterProvider receives the library's metrics (the README's
-	// Observability section lists them). Default: none, and a read pays
+	// MeterProvider receives the library's metrics (docs/observability.md
+	// lists them). Default: none, and a read pays
 	// nothing for metrics. To use the global provider, pass
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider

@@ -21,7 +21,7 @@ import (
 
 // This file instruments a Table with OpenTelemetry (the API only; the
 // application chooses the SDK): the instruments, their attribute sets, and
-// the state of one instrumented call. The README's Observability section
+// the state of one instrumented call. docs/observability.md
 // documents every instrument, attribute and span.
 //
 // A call (Page, All, Exists, a write, Get, BatchGet) starts a call state
@@ -88,7 +88,7 @@ var eventNames = func() (n [numAPIs]string) {
 	return n
 }()
 
-// The attribute keys (see the README's Observability section).
+// The attribute keys (see docs/observability.md).
 const (
 	attrTable       = attribute.Key("ddbindex.table")
 	attrIndex       = attribute.Key("ddbindex.index")

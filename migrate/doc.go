@@ -7,8 +7,8 @@
 // Options.Observer, so that a service that is not migrating, and every read
 // of an index with one form, pays nothing for them.
 //
-// The migration, GSI to index table, in the four steps of the README's
-// runbook:
+// The migration, GSI to index table, in the four steps of the runbook in
+// docs/migration.md:
 //
 //  1. Keep both forms. Declare the index type=gsi,keep=table, Prepare the
 //     index table (and the control table), start the stream upkeep, deploy,

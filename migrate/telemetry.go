@@ -15,8 +15,8 @@ import (
 
 // This file holds the package's OpenTelemetry instruments (the API only;
 // the application chooses the SDK). Like package ddbindex's, they are
-// opt-in: without a provider nothing is recorded. The README's
-// Observability section documents each.
+// opt-in: without a provider nothing is recorded. docs/observability.md
+// documents each.
 
 // ScopeName is the instrumentation scope of the package's meter and tracer.
 const ScopeName = "github.com/ddbindex/ddbindex/migrate"

@@ -313,7 +313,7 @@ func checkDropped(ts *spec.Tables, base *types.TableDescription, lookup func(str
 		}
 		if exists {
 			addf("index %s is declared type=%s, but its %s form %s still exists and is no longer kept: instances that still read it would miss every write from now on. "+
-				"Declare type=%s,keep=%s until no instance reads that form (the README's migration runbook), then drop it",
+				"Declare type=%s,keep=%s until no instance reads that form (docs/migration.md), then drop it",
 				dr.Index, dr.Declared, dr.Kind, cmp.Or(dr.IndexName, dr.Table), dr.Declared, dr.Kind)
 		}
 	}
@@ -446,7 +446,7 @@ func checkShards(ctx context.Context, ts *spec.Tables, api ddbindex.ScanAPI, add
 		for _, item := range out.Items {
 			if err := sh.Fits(item); err != nil {
 				addf("%s: an entry's key does not fit shards=%d (%v): the index was written with another number of shards, or none; "+
-					"changing shards= makes a new index (see the README's resharding)", what, sh.Shards, err)
+					"changing shards= makes a new index (see resharding in docs/sharding.md)", what, sh.Shards, err)
 				break
 			}
 		}

@@ -175,7 +175,7 @@ type ConsumerOptions struct {
 	StreamsClientOptions []func(*dynamodbstreams.Options)
 
 	// MeterProvider receives the consumer's metrics: records by outcome,
-	// and the stream lag (the README's Observability section). Default:
+	// and the stream lag (docs/observability.md). Default:
 	// none; pass otel.GetMeterProvider() for the global one. The index writes are
 	// measured by the Table, with its own Options.MeterProvider.
 	MeterProvider metric.MeterProvider

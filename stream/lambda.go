@@ -56,8 +56,7 @@ type LambdaOptions struct {
 	ClientOptions []func(*dynamodb.Options)
 
 	// MeterProvider receives the handler's metrics, those of a Consumer
-	// (ddbindex.stream.records by outcome, ddbindex.stream.lag; the README's
-	// Observability section). Default: none. The index
+	// (ddbindex.stream.records by outcome, ddbindex.stream.lag; docs/observability.md). Default: none. The index
 	// writes are measured by the Table, with its own Options.MeterProvider.
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives a span per event, ddbindex.stream.Batch (kind

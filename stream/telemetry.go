@@ -20,7 +20,7 @@ import (
 // This file instruments a Consumer with OpenTelemetry (the API only): what
 // became of each record, how far behind the stream it was applied, and a
 // span per pass. The index writes of each record are the Table's Apply,
-// which the Table instruments itself. The README's Observability section
+// which the Table instruments itself. docs/observability.md
 // documents the instruments.
 
 // ScopeName is the instrumentation scope of the consumer's meter and tracer.
