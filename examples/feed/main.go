@@ -1,8 +1,7 @@
 // Command feed serves a global newest-first feed of posts from an index
 // table sharded 16 ways and kept in step by a stream consumer.
 //
-// The write-up this library grew from wanted "every post, newest first". It
-// got that from a GSI whose partition key was one constant (sort = 0) on
+// A feed that wants "every post, newest first" often gets it from a GSI whose partition key was one constant (sort = 0) on
 // every item: a total order, but every write of every post lands on one
 // partition. One partition takes about 1,000 writes a second, and a GSI
 // partition that throttles throttles the base table's writes too (GSI

@@ -1,6 +1,5 @@
 // Command supportdesk lists a support team's tickets by status, then by the
-// time they were opened: the mutable-sort-key case of the write-ups this
-// library grew from.
+// time they were opened: the case of a sort key whose value changes.
 //
 // A ticket's status is part of its base-table sort key
 // (STATUS#open#TICKET#8842), so changing it is a move: one transaction that
