@@ -1,12 +1,12 @@
 // Command feed serves a global newest-first feed of posts from an index
 // table sharded 16 ways and kept in step by a stream consumer.
 //
-// A feed that wants "every post, newest first" often gets it from a GSI whose partition key was one constant (sort = 0) on
-// every item: a total order, but every write of every post lands on one
+// A feed that wants "every post, newest first" often gets it from a GSI
+// whose partition key is one constant (sort = 0) on every item: a total order, but every write of every post lands on one
 // partition. One partition takes about 1,000 writes a second, and a GSI
 // partition that throttles throttles the base table's writes too (GSI
-// back-pressure): the hot-partition incident that made another team move
-// such indexes onto index tables.
+// back-pressure): the hot-partition incident that moves such indexes onto
+// index tables.
 //
 // This feed keeps both fixes, each for its own failure:
 //
