@@ -2,8 +2,8 @@
 // table sharded 16 ways and kept in step by a stream consumer.
 //
 // A feed that wants "every post, newest first" often gets it from a GSI
-// whose partition key is one constant (sort = 0) on every item: a total order, but every write of every post lands on one
-// partition. One partition takes about 1,000 writes a second, and a GSI
+// whose partition key is one constant (sort = 0) on every item: a total
+// order, but every write of every post lands on one partition. One partition takes about 1,000 writes a second, and a GSI
 // partition that throttles throttles the base table's writes too (GSI
 // back-pressure): the hot-partition incident that moves such indexes onto
 // index tables.
