@@ -111,32 +111,11 @@ func EqualItems(a, b map[string]types.AttributeValue) bool {
 // for comparing what DynamoDB holds: use [Equal] for that.
 func Identical(a, b types.AttributeValue) bool {
 	switch x := a.(type) {
-	case *types.AttributeValueMemberS:
-		y, ok := b.(*types.AttributeValueMemberS)
-		if !ok || x == nil || y == nil {
-			return ok && x == y
-		}
-		return x.Value == y.Value
+	case *types.AttributeValueMemberS, *types.AttributeValueMemberB,
+		*types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return Equal(a, b) // the same to the byte for these types
 	case *types.AttributeValueMemberN:
 		y, ok := b.(*types.AttributeValueMemberN)
-		if !ok || x == nil || y == nil {
-			return ok && x == y
-		}
-		return x.Value == y.Value
-	case *types.AttributeValueMemberB:
-		y, ok := b.(*types.AttributeValueMemberB)
-		if !ok || x == nil || y == nil {
-			return ok && x == y
-		}
-		return bytes.Equal(x.Value, y.Value)
-	case *types.AttributeValueMemberBOOL:
-		y, ok := b.(*types.AttributeValueMemberBOOL)
-		if !ok || x == nil || y == nil {
-			return ok && x == y
-		}
-		return x.Value == y.Value
-	case *types.AttributeValueMemberNULL:
-		y, ok := b.(*types.AttributeValueMemberNULL)
 		if !ok || x == nil || y == nil {
 			return ok && x == y
 		}
