@@ -45,9 +45,11 @@ type shardPlan struct {
 	values map[string]types.AttributeValue
 	// empty: the range holds nothing, so no request is needed.
 	empty bool
-	// after is the cursor's sort key when the condition could not exclude
-	// it (a successor over DynamoDB's size limit): the merge drops entries
-	// up to it. "" for none.
+	// after is the exclusive lower bound of the range (the caller's or,
+	// ascending, the cursor's) when the condition could not exclude it (its
+	// successor is over DynamoDB's size limit), so the range read starts at
+	// it: the merge drops entries at or below it, in either order. "" for
+	// none.
 	after string
 }
 
@@ -396,8 +398,8 @@ func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.Attrib
 		s := m.streams[best]
 		item := s.buf[0]
 		s.buf = s.buf[1:]
-		if m.p.shard.after != "" && !m.before(m.p.shard.after, sortKey(item, attr)) {
-			continue // the cursor's own entry, which the condition could not exclude
+		if m.p.shard.after != "" && sortKey(item, attr) <= m.p.shard.after {
+			continue // the lower bound's own entry, which the condition could not exclude
 		}
 		m.emitted++
 		m.lastOut = item
