@@ -303,7 +303,7 @@ func (b *backfiller[T]) wait(ctx context.Context, o bridge.ItemOptions, op, tabl
 		return nil
 	}
 	if err := o.Wait(ctx, max(1, (size+1023)/1024)); err != nil {
-		return &CallError{Op: op, Table: table, Err: err}
+		return &Error{Sentinel: ErrDynamoDB, Op: op, Table: table, Err: err}
 	}
 	return nil
 }

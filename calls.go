@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds the wrappers through which a failed call to DynamoDB becomes
-// a *CallError (ErrDynamoDB, made by callErr in errors.go): every request the
+// an *Error (ErrDynamoDB, made by callErr in errors.go): every request the
 // package sends goes through one of them, which pass the SDK's per-call
 // options on. One failure that no single answer reports is wrapped where it
 // is found: BatchGet's keys still unprocessed after its retries (get.go).

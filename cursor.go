@@ -393,8 +393,8 @@ type CursorField struct {
 // check it). What depends on the query, its
 // partition, sort condition and order, a query's Page, All or Explain
 // checks with the cursor given to After. A cursor that fails a check is a
-// *CursorError (matching [ErrInvalidCursor]) whose Reason says which; an
-// index the model does not declare is a *QueryError ([ErrInvalidQuery]).
+// *Error (matching [ErrInvalidCursor]) whose Reason says which; an
+// index the model does not declare is an [ErrInvalidQuery] *Error.
 func (t *Table[T]) InspectCursor(index, cursor string) (*CursorInfo, error) {
 	if err := t.usable("InspectCursor", ErrInvalidQuery); err != nil {
 		return nil, err

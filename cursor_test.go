@@ -418,13 +418,13 @@ func curxRawOf(d *layout, pos position, desc bool) curxRaw {
 
 // curxRequireInvalid requires err to be a cursor rejection, in every form
 // callers use.
-func curxRequireInvalid(t testing.TB, err error, msgAndArgs ...any) *CursorError {
+func curxRequireInvalid(t testing.TB, err error, msgAndArgs ...any) *Error {
 	t.Helper()
 	require.Error(t, err, msgAndArgs...)
 	require.ErrorIs(t, err, ErrInvalidCursor, msgAndArgs...)
 	require.ErrorIs(t, err, ErrInvalidCursor, msgAndArgs...)
 	require.Equal(t, "DDBX-300", Code(err), msgAndArgs...)
-	var ce *CursorError
+	var ce *Error
 	require.ErrorAs(t, err, &ce, msgAndArgs...)
 	require.NotEmpty(t, ce.Reason, msgAndArgs...)
 	return ce

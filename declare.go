@@ -50,43 +50,6 @@ type TableSpec struct{}
 //	                    and a query reads the N shards and merges them in order
 type IndexSpec struct{}
 
-// DeclarationError reports a broken rule in a model's ddbindex declarations.
-// It matches [ErrDeclaration] with errors.Is.
-type DeclarationError struct {
-	Model string // the Go type
-	Field string // the Go field, if the rule concerns one
-	Index string // the logical index, if the rule concerns one
-	Rule  string // what is wrong, and what to do
-}
-
-func (e *DeclarationError) Error() string {
-	if e == nil {
-		return ErrDeclaration.Error()
-	}
-	var b strings.Builder
-	b.WriteString("ddbindex: ")
-	b.WriteString(e.Model)
-	if e.Field != "" {
-		b.WriteString(".")
-		b.WriteString(e.Field)
-	}
-	if e.Index != "" {
-		b.WriteString(" (index ")
-		b.WriteString(e.Index)
-		b.WriteString(")")
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Rule)
-	b.WriteString(" [" + ErrDeclaration.code + "]")
-	return b.String()
-}
-
-// Is makes DeclarationError match ErrDeclaration.
-func (e *DeclarationError) Is(target error) bool { return target == ErrDeclaration }
-
-// Code returns ErrDeclaration's code.
-func (e *DeclarationError) Code() string { return ErrDeclaration.code }
-
 // field is one model attribute that takes part in a key.
 type field struct {
 	goName    string
@@ -216,11 +179,11 @@ type roleDecl struct {
 
 func parseSchema(t reflect.Type) (*schema, error) {
 	if t.Kind() != reflect.Struct {
-		return nil, &DeclarationError{Model: t.String(), Rule: "a model must be a struct type"}
+		return nil, &Error{Sentinel: ErrDeclaration, Model: t.String(), Reason: "a model must be a struct type"}
 	}
 	s := &schema{typ: t, model: t.String(), byName: map[string]*layout{}, attrs: map[string]bool{}}
 	fail := func(fieldName, index, format string, args ...any) error {
-		return &DeclarationError{Model: s.model, Field: fieldName, Index: index, Rule: fmt.Sprintf(format, args...)}
+		return &Error{Sentinel: ErrDeclaration, Model: s.model, Field: fieldName, Index: index, Reason: fmt.Sprintf(format, args...)}
 	}
 	var tableDecl *declaration
 	var decls []*declaration
@@ -535,13 +498,13 @@ func (s *schema) checkAttributeNames() error {
 			}
 			who := "the derived " + l.label() + " key"
 			if prev, ok := owner[k.attr]; ok && prev != who {
-				return &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is used both by %s and by %s: give each its own with pk= or sk= in its IndexSpec", k.attr, prev, who)}
+				return &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("attribute %q is used both by %s and by %s: give each its own with pk= or sk= in its IndexSpec", k.attr, prev, who)}
 			}
 			owner[k.attr] = who
 		}
 		for _, a := range l.project {
 			if !s.attrs[a] {
-				return &DeclarationError{Model: s.model, Index: l.name, Rule: fmt.Sprintf("project= names %q, which is not a model attribute", a)}
+				return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name, Reason: fmt.Sprintf("project= names %q, which is not a model attribute", a)}
 			}
 		}
 	}

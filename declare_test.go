@@ -296,7 +296,7 @@ func TestSchemaSingleMarkerAndDefaults(t *testing.T) {
 type ixRule struct {
 	name  string
 	model any
-	field string // the DeclarationError's Field
+	field string // the declaration error's Field
 	index string // its Index
 	rule  []string
 }
@@ -311,15 +311,15 @@ func ixCheckRules(t *testing.T, rules []ixRule) {
 			assert.Nil(t, s)
 			assert.ErrorIs(t, err, ErrDeclaration)
 			assert.Equal(t, "DDBX-100", Code(err))
-			var de *DeclarationError
+			var de *Error
 			require.True(t, errors.As(err, &de), "%T", err)
 			assert.Equal(t, typ.String(), de.Model)
 			assert.Equal(t, tc.field, de.Field, "Field of %q", err)
 			assert.Equal(t, tc.index, de.Index, "Index of %q", err)
 			for _, w := range tc.rule {
-				assert.Contains(t, de.Rule, w)
+				assert.Contains(t, de.Reason, w)
 			}
-			assert.Contains(t, err.Error(), de.Rule)
+			assert.Contains(t, err.Error(), de.Reason)
 			// The result is cached: the same error again.
 			_, err2 := schemaFor(typ)
 			assert.Same(t, err, err2)
@@ -697,16 +697,16 @@ func TestDeclarationRulesFields(t *testing.T) {
 	// Not a struct at all.
 	_, err := schemaFor(reflect.TypeFor[int]())
 	require.ErrorIs(t, err, ErrDeclaration)
-	var de *DeclarationError
+	var de *Error
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, "int", de.Model)
-	assert.Contains(t, de.Rule, "struct")
+	assert.Contains(t, de.Reason, "struct")
 }
 
-func TestDeclarationErrorFormat(t *testing.T) {
-	e := &DeclarationError{Model: "app.Ticket", Field: "Status", Index: "by_status", Rule: "something is wrong"}
+func TestDeclarationErrorText(t *testing.T) {
+	e := &Error{Sentinel: ErrDeclaration, Model: "app.Ticket", Field: "Status", Index: "by_status", Reason: "something is wrong"}
 	assert.Equal(t, "ddbindex: app.Ticket.Status (index by_status): something is wrong [DDBX-100]", e.Error())
-	assert.Equal(t, "ddbindex: app.Ticket: bad [DDBX-100]", (&DeclarationError{Model: "app.Ticket", Rule: "bad"}).Error())
+	assert.Equal(t, "ddbindex: app.Ticket: bad [DDBX-100]", (&Error{Sentinel: ErrDeclaration, Model: "app.Ticket", Reason: "bad"}).Error())
 	assert.True(t, errors.Is(e, ErrDeclaration))
 	assert.False(t, errors.Is(e, ErrInvalidQuery))
 	for k, want := range map[Kind]string{BaseTable: "base", GSI: "gsi", LSI: "lsi", IndexTable: "table", Kind(9): "kind(9)"} {

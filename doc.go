@@ -85,7 +85,7 @@
 // consumer pass its record's and its checkpoint's, joined) match a second
 // sentinel, and stream.Consumer.Run returns its context's error as it is. A
 // failed call to DynamoDB (or, in package stream, to DynamoDB Streams or a
-// checkpoint store) is a [*CallError] ([ErrDynamoDB]), which unwraps to the
+// checkpoint store) is an [*Error] ([ErrDynamoDB]), which unwraps to the
 // SDK's error. docs/errors.md says, per code,
 // why it happens, what to do, and the HTTP status it maps to.
 package ddbindex

@@ -3,6 +3,7 @@ package ddbindex
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The sentinel errors. Every error ddbindex returns matches exactly one of
@@ -126,8 +127,8 @@ var (
 	// ErrDynamoDB: a call to DynamoDB, DynamoDB Streams, or the checkpoint
 	// store of a stream consumer or of migrate.Backfill failed: throttling, a 5xx
 	// answer, a connection error, a canceled context, or a request the
-	// service refused (code DDBX-900). The error is a [*CallError], which names the call and
-	// unwraps to the SDK's error; its Transient method tells whether a later
+	// service refused (code DDBX-900). The error is an [*Error], which names the call and
+	// unwraps to the SDK's error; [IsTransient] tells whether a later
 	// attempt may succeed.
 	ErrDynamoDB = &codedError{"DDBX-900", "DynamoDB call failed"}
 )
@@ -155,34 +156,140 @@ func Code(err error) string {
 	return ""
 }
 
-// QueryError is an invalid query, with the index it was for. It matches
-// [ErrInvalidQuery].
-type QueryError struct {
-	Index  string
-	Reason string
-	Err    error // an underlying cause, if any
+// Error is an error of the package that carries details beyond its
+// sentinel. Sentinel is the sentinel it matches with errors.Is (and whose
+// code Code returns); the other fields are set as that sentinel's kind of
+// failure has them, and are zero otherwise:
+//
+//   - ErrDeclaration: Model, Field and Index name what a broken rule
+//     concerns; Reason says what is wrong and what to do.
+//   - ErrInvalidQuery: Index, Reason, and Err for an underlying cause.
+//   - ErrInvalidCursor: Reason says which check failed; Err an underlying
+//     cause.
+//   - ErrCapReached: Op is the cap ("MaxRequests" or "MaxReadUnits"),
+//     Limit its value, Used what the call used when it stopped, and Cursor
+//     continues after the items returned with the error.
+//   - ErrConflict: Op is the write ("put", "delete", "move" or "update");
+//     Failed lists the conditions that failed, each with what was found and
+//     what to do when DynamoDB (or a read) told, e.g. "the item is at
+//     version 3; found it live at version 4: another write came first;
+//     re-read it (now version 4) and apply your change to that copy"; Err is
+//     the DynamoDB error, if any (the SDK's).
+//   - ErrDynamoDB: a failed call to DynamoDB, DynamoDB Streams, or the
+//     checkpoint store of a stream consumer or of migrate.Backfill. Op is
+//     the call: an API operation such as "Query", "PutItem" or
+//     "GetRecords"; "Checkpoint" and "SetCheckpoint" for a stream
+//     consumer's checkpoint store; "LoadBackfillCheckpoint" and
+//     "SaveBackfillCheckpoint" for migrate.Backfill's (the DynamoDB store's
+//     own requests report theirs: "Query", "PutItem"). A call Backfill did
+//     not send because its context ended while it waited for the write-rate
+//     limit names the write it was waiting to send. Table is the table the
+//     request named ("" for TransactWriteItems, which may span tables, and
+//     the stream operations), Index the GSI or LSI, if any. Err is the
+//     error the call returned, or what made its answer unusable (a
+//     DescribeStream without a description, shards whose parents form a
+//     cycle, a table that never became active within the wait): errors.As
+//     still finds the SDK's types (smithy.APIError,
+//     *types.ResourceNotFoundException, ...), and [IsTransient] tells
+//     whether a later attempt may succeed.
+//
+// errors.As(err, &e) with e an *Error finds the outermost one; test
+// e.Sentinel (or use errors.Is) to tell the kinds apart.
+type Error struct {
+	Sentinel     error
+	Op           string
+	Model, Field string
+	Table, Index string
+	Reason       string
+	Failed       []string
+	Limit, Used  float64
+	Cursor       string
+	Err          error
 }
 
-func (e *QueryError) Error() string {
+// Error renders the failure with its code, e.g.
+// "ddbindex: invalid cursor: bad signature [DDBX-300]".
+func (e *Error) Error() string {
 	if e == nil {
-		return ErrInvalidQuery.Error()
+		return "ddbindex: <nil>"
 	}
-	return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, ErrInvalidQuery.code)
+	code := e.Code()
+	switch e.Sentinel {
+	case ErrDeclaration:
+		var b strings.Builder
+		b.WriteString("ddbindex: ")
+		b.WriteString(e.Model)
+		if e.Field != "" {
+			b.WriteString(".")
+			b.WriteString(e.Field)
+		}
+		if e.Index != "" {
+			b.WriteString(" (index ")
+			b.WriteString(e.Index)
+			b.WriteString(")")
+		}
+		b.WriteString(": ")
+		b.WriteString(e.Reason)
+		b.WriteString(" [" + code + "]")
+		return b.String()
+	case ErrInvalidQuery:
+		return fmt.Sprintf("ddbindex: invalid query on %s: %s [%s]", indexLabel(e.Index), e.Reason, code)
+	case ErrInvalidCursor:
+		s := "ddbindex: invalid cursor: " + e.Reason
+		if e.Err != nil {
+			s += ": " + e.Err.Error()
+		}
+		return s + " [" + code + "]"
+	case ErrCapReached:
+		return fmt.Sprintf("ddbindex: %s cap of %g reached (used %g); continue with the returned cursor [%s]", e.Op, e.Limit, e.Used, code)
+	case ErrConflict:
+		what := "a condition failed"
+		if len(e.Failed) > 0 {
+			what = "failed: " + strings.Join(e.Failed, "; ")
+		}
+		return fmt.Sprintf("ddbindex: %s conflict: %s [%s]", e.Op, what, code)
+	case ErrDynamoDB:
+		on := ""
+		switch {
+		case e.Table != "" && e.Index != "":
+			on = " on " + e.Table + " (index " + e.Index + ")"
+		case e.Table != "":
+			on = " on " + e.Table
+		}
+		return fmt.Sprintf("%s%s failed [%s]: %v", e.Op, on, code, e.Err)
+	}
+	s := "ddbindex: "
+	if e.Sentinel != nil {
+		s = e.Sentinel.Error() + ": "
+	}
+	s += e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
-// Is makes QueryError match ErrInvalidQuery.
-func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
+// Is reports whether target is the error's sentinel.
+func (e *Error) Is(target error) bool { return e != nil && e.Sentinel != nil && target == e.Sentinel }
 
-// Unwrap returns the underlying cause.
-func (e *QueryError) Unwrap() error {
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error {
 	if e == nil {
 		return nil
 	}
 	return e.Err
 }
 
-// Code returns ErrInvalidQuery's code.
-func (e *QueryError) Code() string { return ErrInvalidQuery.code }
+// Code returns the sentinel's code, such as "DDBX-300" ("" without one).
+func (e *Error) Code() string {
+	if e == nil {
+		return ""
+	}
+	if c, ok := e.Sentinel.(*codedError); ok {
+		return c.code
+	}
+	return ""
+}
 
 func indexLabel(name string) string {
 	if name == "" {
@@ -191,10 +298,10 @@ func indexLabel(name string) string {
 	return "index " + name
 }
 
-// queryErr builds a *QueryError; the first error among args becomes its
-// cause, so errors.Is sees through it.
+// queryErr builds an ErrInvalidQuery *Error; the first error among args
+// becomes its cause, so errors.Is sees through it.
 func queryErr(index, format string, args ...any) error {
-	e := &QueryError{Index: index, Reason: fmt.Sprintf(format, args...)}
+	e := &Error{Sentinel: ErrInvalidQuery, Index: index, Reason: fmt.Sprintf(format, args...)}
 	for _, a := range args {
 		if err, ok := a.(error); ok {
 			e.Err = err
@@ -204,100 +311,35 @@ func queryErr(index, format string, args ...any) error {
 	return e
 }
 
-// CursorError is a cursor that failed strict decoding. It matches
-// [ErrInvalidCursor]; Reason says which check failed.
-type CursorError struct {
-	Reason string
-	Err    error // an underlying cause, if any
-}
-
-func (e *CursorError) Error() string {
-	if e == nil {
-		return ErrInvalidCursor.Error()
-	}
-	s := "ddbindex: invalid cursor: " + e.Reason
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s + " [" + ErrInvalidCursor.code + "]"
-}
-
-// Is makes CursorError match ErrInvalidCursor.
-func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor }
-
-// Unwrap returns the underlying cause.
-func (e *CursorError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.Err
-}
-
-// Code returns ErrInvalidCursor's code.
-func (e *CursorError) Code() string { return ErrInvalidCursor.code }
-
 func cursorErr(err error, format string, args ...any) error {
-	return &CursorError{Reason: fmt.Sprintf(format, args...), Err: err}
+	return &Error{Sentinel: ErrInvalidCursor, Reason: fmt.Sprintf(format, args...), Err: err}
 }
 
-// CallError is a failed call to DynamoDB, DynamoDB Streams, or the
-// checkpoint store of a stream consumer or of migrate.Backfill. It matches [ErrDynamoDB], and unwraps to the
-// error the call returned, so errors.As still finds the SDK's types
-// (smithy.APIError, *types.ResourceNotFoundException, ...).
-type CallError struct {
-	// Op is the operation: an API operation such as "Query", "PutItem" or
-	// "GetRecords"; "Checkpoint" and "SetCheckpoint" for a stream
-	// consumer's checkpoint store; "LoadBackfillCheckpoint" and
-	// "SaveBackfillCheckpoint" for migrate.Backfill's (the DynamoDB store's own
-	// requests report theirs: "Query", "PutItem"). A call Backfill did not send
-	// because its context ended while it waited for the write-rate limit
-	// names the write it was waiting to send.
-	Op string
-	// Table is the table the request named; "" for TransactWriteItems
-	// (which may span tables) and the stream operations.
-	Table string
-	// Index is the GSI or LSI the request named, if any.
-	Index string
-	// Err is the error the call returned, or what made its answer unusable
-	// (a DescribeStream without a description, shards whose parents form a
-	// cycle, a table that never became active within the wait).
-	Err error
-}
-
-func (e *CallError) Error() string {
-	if e == nil {
-		return ErrDynamoDB.Error()
+// asKind returns the first *Error in err's chain whose sentinel is kind,
+// or nil.
+func asKind(err error, kind error) *Error {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e != nil && e.Sentinel == kind {
+			return e
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				if e := asKind(x, kind); e != nil {
+					return e
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
 	}
-	on := ""
-	switch {
-	case e.Table != "" && e.Index != "":
-		on = " on " + e.Table + " (index " + e.Index + ")"
-	case e.Table != "":
-		on = " on " + e.Table
-	}
-	return fmt.Sprintf("%s%s failed [%s]: %v", e.Op, on, ErrDynamoDB.code, e.Err)
+	return nil
 }
 
-// Is makes CallError match ErrDynamoDB.
-func (e *CallError) Is(target error) bool { return target == ErrDynamoDB }
-
-// Unwrap returns the error the call returned.
-func (e *CallError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.Err
-}
-
-// Code returns ErrDynamoDB's code.
-func (e *CallError) Code() string { return ErrDynamoDB.code }
-
-// Transient reports whether a later attempt of the call may succeed
-// (throttling, a 5xx answer, a connection error): [IsTransient] of the
-// call's error. A nil *CallError is not transient.
-func (e *CallError) Transient() bool { return e != nil && IsTransient(e.Err) }
-
-// callErr wraps a non-nil error of a call in a *CallError; nil stays nil.
+// callErr wraps a non-nil error of a call in an ErrDynamoDB *Error; nil stays nil.
 // table and index are the request's names (nil when it has none).
 // errReadOnly and errNoClient, a read-only table's client refusing a write
 // and a nil client's stand-in refusing a request without sending it, are
@@ -306,7 +348,7 @@ func callErr(op string, table, index *string, err error) error {
 	if err == nil || err == errReadOnly || err == errNoClient {
 		return err
 	}
-	e := &CallError{Op: op, Err: err}
+	e := &Error{Sentinel: ErrDynamoDB, Op: op, Err: err}
 	if table != nil {
 		e.Table = *table
 	}
@@ -316,12 +358,11 @@ func callErr(op string, table, index *string, err error) error {
 	return e
 }
 
-// sdkError returns the error a call returned, without the *CallError around
+// sdkError returns the error a call returned, without the *Error around
 // it: for errors that report an SDK error as their cause but are not a
 // failed call (a conflict), so that they match one sentinel.
 func sdkError(err error) error {
-	var ce *CallError
-	if errors.As(err, &ce) {
+	if ce := asKind(err, ErrDynamoDB); ce != nil {
 		return ce.Err
 	}
 	return err

@@ -172,25 +172,25 @@ type erCase struct {
 // transport or the SDK, or from a fake of the documented answer (gtPartial).
 func erCases() []erCase {
 	return []erCase{
-		{"a broken declaration", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
+		{"a broken declaration", "ErrDeclaration", new(*Error), func(t *testing.T) error {
 			_, err := New[erBadDecl](nil)
 			return err
 		}},
-		{"negative options", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
+		{"negative options", "ErrDeclaration", new(*Error), func(t *testing.T) error {
 			_, err := New[erItem](nil, func(o *Options) { o.Retention = -time.Hour })
 			return err
 		}},
-		{"a deleted field that is no bool", "ErrDeclaration", new(*DeclarationError), func(t *testing.T) error {
+		{"a deleted field that is no bool", "ErrDeclaration", new(*Error), func(t *testing.T) error {
 			_, err := New[erBadTomb](nil)
 			return err
 		}},
-		{"a query of an undeclared index", "ErrInvalidQuery", new(*QueryError), func(t *testing.T) error {
+		{"a query of an undeclared index", "ErrInvalidQuery", new(*Error), func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
 			_, err = tb.Query("nope", "T").Page(t.Context())
 			return err
 		}},
-		{"a condition value of the wrong type", "ErrInvalidQuery", new(*QueryError), func(t *testing.T) error {
+		{"a condition value of the wrong type", "ErrInvalidQuery", new(*Error), func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
 			_, err = tb.Query("by_rank", "T").Where(Eq("not a number")).Page(t.Context())
@@ -215,7 +215,7 @@ func erCases() []erCase {
 			_, err := SplitKey("a$ZZ")
 			return err
 		}},
-		{"a tampered cursor", "ErrInvalidCursor", new(*CursorError), func(t *testing.T) error {
+		{"a tampered cursor", "ErrInvalidCursor", new(*Error), func(t *testing.T) error {
 			tb, err := New[erItem](nil)
 			require.NoError(t, err)
 			_, err = tb.Query("", "T").After("!!not a cursor").Page(t.Context())
@@ -230,7 +230,7 @@ func erCases() []erCase {
 			_, err = tb.Query("", "T").Page(t.Context())
 			return err
 		}},
-		{"MaxRequests", "ErrCapReached", new(*CapError), func(t *testing.T) error {
+		{"MaxRequests", "ErrCapReached", new(*Error), func(t *testing.T) error {
 			n := 0
 			tb, err := New[erItem](erQueryFake{t: t, query: func(*dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 				n++
@@ -245,27 +245,27 @@ func erCases() []erCase {
 			_, err := tb.Get(t.Context(), erItem{Team: "T", ID: "absent"})
 			return err
 		}},
-		{"a Put that loses to another", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+		{"a Put that loses to another", "ErrConflict", new(*Error), func(t *testing.T) error {
 			tb, _ := newTestTable[erItem](t)
 			it := erItem{Team: "T", ID: "1", Rank: 1, Title: "a"}
 			_, err := tb.Put(t.Context(), it)
 			require.NoError(t, err)
 			_, err = tb.Put(t.Context(), it) // version 0 again: the item exists
-			var ce *ConflictError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			var ccf *types.ConditionalCheckFailedException
 			require.ErrorAs(t, err, &ccf, "the SDK's error is the conflict's cause")
-			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not a *CallError")
+			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not an *Error")
 			return err
 		}},
-		{"an Update of a deleted item", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+		{"an Update of a deleted item", "ErrConflict", new(*Error), func(t *testing.T) error {
 			tb, _ := newTestTable[erTomb](t)
 			it, err := tb.Put(t.Context(), erTomb{Team: "T", ID: "1"})
 			require.NoError(t, err)
 			require.NoError(t, tb.Delete(t.Context(), it))
 			return tb.Update(t.Context(), erTomb{Team: "T", ID: "1"}, Set("other", 1))
 		}},
-		{"an Update that loses the derived-key race twice", "ErrConflict", new(*ConflictError), func(t *testing.T) error {
+		{"an Update that loses the derived-key race twice", "ErrConflict", new(*Error), func(t *testing.T) error {
 			tb, c := newTestTable[upTicket](t)
 			h, hc := hooked(t, tb, c)
 			it, err := tb.Put(t.Context(), upTicket{Team: "T", ID: "1", Status: "open", Opened: upT0, Queue: "Q", Prio: 1})
@@ -275,11 +275,11 @@ func erCases() []erCase {
 			}
 			err = h.Update(t.Context(), upKey(it), Set("status", "closed"))
 			require.Equal(t, 2, hc.updates, "one retry, then the conflict")
-			var ce *ConflictError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			var ccf *types.ConditionalCheckFailedException
 			require.ErrorAs(t, err, &ccf, "the SDK's error is the conflict's cause")
-			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not a *CallError")
+			require.NotErrorIs(t, ce.Err, ErrDynamoDB, "the cause is the SDK's error, not an *Error")
 			return err
 		}},
 		{"an Update of a derived GSI key attribute", "ErrKeyChange", nil, func(t *testing.T) error {
@@ -380,7 +380,7 @@ func erCases() []erCase {
 			_, err = tb.Query("", "T").Limit(1).Page(t.Context()) // the look-ahead item's position goes into the cursor
 			return err
 		}},
-		{"a throttled Query", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
+		{"a throttled Query", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
 			name := ddbtest.Name(t, "throttled")
 			tb, err := New[erItem](nil, func(o *Options) { o.TableName = func(string) string { return name } })
 			require.NoError(t, err)
@@ -388,37 +388,37 @@ func erCases() []erCase {
 			ft := *tb
 			ft.client = calls{db}
 			_, err = ft.Query("by_rank", "T").Page(t.Context())
-			var ce *CallError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, CallError{Op: "Query", Table: tb.TableName(), Index: "by_rank", Err: ce.Err}, *ce)
-			require.True(t, ce.Transient(), "throttling is transient")
+			require.Equal(t, Error{Sentinel: ErrDynamoDB, Op: "Query", Table: tb.TableName(), Index: "by_rank", Err: ce.Err}, *ce)
+			require.True(t, IsTransient(ce), "throttling is transient")
 			require.True(t, IsTransient(err))
 			var ae smithy.APIError
 			require.ErrorAs(t, err, &ae, "the SDK's error is still there")
 			require.Equal(t, "ProvisionedThroughputExceededException", ae.ErrorCode())
 			return err
 		}},
-		{"a Put to a missing table", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
+		{"a Put to a missing table", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
 			tb, err := New[erItem](ddbtest.Client(t), func(o *Options) { o.TableName = func(string) string { return ddbtest.Name(t, "missing") } })
 			require.NoError(t, err)
 			_, err = tb.Put(t.Context(), erItem{Team: "T", ID: "1"})
-			var ce *CallError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "PutItem", ce.Op)
-			require.False(t, ce.Transient(), "a missing table stays missing")
+			require.False(t, IsTransient(ce), "a missing table stays missing")
 			require.False(t, IsTransient(err))
 			var nf *types.ResourceNotFoundException
 			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
 			return err
 		}},
-		{"a read-only table's Get of a missing table", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
+		{"a read-only table's Get of a missing table", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
 			name := ddbtest.Name(t, "missing")
 			tb, err := NewReadOnly[erItem](&roClient{c: ddbtest.Client(t)}, func(o *Options) { o.TableName = func(string) string { return name } })
 			require.NoError(t, err)
 			_, err = tb.Get(t.Context(), erItem{Team: "T", ID: "1"})
-			var ce *CallError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, CallError{Op: "GetItem", Table: name, Err: ce.Err}, *ce)
+			require.Equal(t, Error{Sentinel: ErrDynamoDB, Op: "GetItem", Table: name, Err: ce.Err}, *ce)
 			var nf *types.ResourceNotFoundException
 			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
 			return err
@@ -427,15 +427,15 @@ func erCases() []erCase {
 			tb, c := newTestTable[erItem](t, func(o *Options) { o.Retry = RetryOptions{MaxAttempts: 2, BaseDelay: time.Microsecond} })
 			tb.client = calls{&gtPartial{Client: c, serve: 0}} // DynamoDB's documented partial answer
 			_, err := tb.BatchGet(t.Context(), []erItem{{Team: "T", ID: "1"}, {Team: "T", ID: "2"}})
-			var ce *CallError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "BatchGetItem", ce.Op)
 			require.Equal(t, tb.TableName(), ce.Table)
-			require.True(t, ce.Transient(), "unprocessed keys are worth asking for later")
+			require.True(t, IsTransient(ce), "unprocessed keys are worth asking for later")
 			require.True(t, IsTransient(err))
 			return err
 		}},
-		{"a canceled context", "ErrDynamoDB", new(*CallError), func(t *testing.T) error {
+		{"a canceled context", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
 			tb, err := New[erItem](ddbtest.Client(t))
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(t.Context())
@@ -614,9 +614,9 @@ func TestCodeFindsTheFirstCode(t *testing.T) {
 	require.Empty(t, Code(nil))
 	require.Empty(t, Code(errors.New("plain")))
 	require.Empty(t, Code(&smithy.GenericAPIError{Code: "ThrottlingException"}), "an AWS error code is not a ddbindex code")
-	call := &CallError{Op: "Query", Err: &ConflictError{Op: "put"}}
+	call := &Error{Sentinel: ErrDynamoDB, Op: "Query", Err: &Error{Sentinel: ErrConflict, Op: "put"}}
 	require.Equal(t, "DDBX-900", Code(call), "the outer code, not the cause's")
-	require.Equal(t, "DDBX-600", Code(errors.Join(errors.New("x"), &ConflictError{Op: "put"})))
+	require.Equal(t, "DDBX-600", Code(errors.Join(errors.New("x"), &Error{Sentinel: ErrConflict, Op: "put"})))
 	require.Equal(t, "DDBX-300", Code(errors.Join(cursorErr(nil, "x"), ErrConflict)), "the first in the chain")
 	require.Equal(t, "DDBX-201", Code(ErrInvalidKey))
 }

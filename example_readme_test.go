@@ -45,7 +45,7 @@ func Example_firstProgram() {
 
 	notes, err := ddbindex.New[Note](client)
 	if err != nil {
-		log.Fatal(err) // a *DeclarationError: the tags break a rule
+		log.Fatal(err) // an *Error (ErrDeclaration): the tags break a rule
 	}
 	if _, err := schema.Prepare(ctx, notes, client); err != nil { // creates what is missing; idempotent
 		log.Fatal(err)

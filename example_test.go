@@ -412,8 +412,8 @@ func httpStatus(err error) int {
 	case "DDBX-600":
 		return http.StatusConflict
 	case "DDBX-900":
-		var call *ddbindex.CallError
-		if errors.As(err, &call) && call.Transient() {
+		var call *ddbindex.Error
+		if errors.As(err, &call) && ddbindex.IsTransient(call) {
 			return http.StatusServiceUnavailable
 		}
 	}

@@ -491,8 +491,8 @@ func TestExplainInvalid(t *testing.T) {
 			require.ErrorIs(t, err, c.want, "%s: call %d", c.name, i)
 			assert.Equal(t, eExplain.Error(), err.Error(), "%s: call %d fails differently from Explain", c.name, i)
 		}
-		var qe *QueryError
-		var ce *CursorError
+		var qe *Error
+		var ce *Error
 		if errors.Is(c.want, ErrInvalidQuery) {
 			assert.ErrorAs(t, eExplain, &qe, c.name)
 		} else {

@@ -64,8 +64,8 @@ func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Opti
 // them again with exponential backoff, within Options.Retry's attempts per
 // request, and retries requests that fail with a transient error the same
 // way. If keys remain unprocessed after the last attempt, BatchGet fails with
-// a [*CallError] (matching [ErrDynamoDB]) whose Transient method, like
-// [IsTransient], reports true. A key without its base key values is an error
+// an [*Error] (matching [ErrDynamoDB]) for which
+// [IsTransient] reports true. A key without its base key values is an error
 // matching [ErrInvalidQuery], before any request; a stored item that does not
 // fit the model, one matching [ErrMalformedItem].
 //
@@ -154,11 +154,11 @@ func (t *Table[T]) batchGet(ctx context.Context, keys []map[string]types.Attribu
 	return fmt.Errorf("ddbindex: BatchGet %s: %w", t.s.model, err)
 }
 
-// unprocessedError is the cause of the *CallError of a BatchGetItem that
+// unprocessedError is the cause of the *Error of a BatchGetItem that
 // left keys unprocessed. It is transient (the SDK's retryer, and so
 // IsTransient, read RetryableError): the retries ask for the keys again. Like
 // every error type of the package it matches one sentinel, the one of the
-// *CallError around it.
+// *Error around it.
 type unprocessedError struct {
 	keys     int
 	attempts int // BatchGet's attempts, once it gives up
@@ -176,7 +176,7 @@ func (e *unprocessedError) Error() string {
 // retryer reads it.
 func (e *unprocessedError) RetryableError() bool { return true }
 
-// Is makes unprocessedError match ErrDynamoDB, as the *CallError around it.
+// Is makes unprocessedError match ErrDynamoDB, as the *Error around it.
 func (e *unprocessedError) Is(target error) bool { return target == ErrDynamoDB }
 
 // Code returns ErrDynamoDB's code.

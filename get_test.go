@@ -251,10 +251,10 @@ func TestBatchGetUnprocessedKeys(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, IsTransient(err), "unprocessed keys are worth asking for later: %v", err)
 	require.ErrorContains(t, err, "5 keys unprocessed (throttling, or a response over 16 MB) after 3 attempts")
-	var ce *CallError
+	var ce *Error
 	require.ErrorAs(t, err, &ce, "a failed call: ErrDynamoDB")
 	require.Equal(t, "BatchGetItem", ce.Op)
 	require.Equal(t, tb.TableName(), ce.Table)
-	require.True(t, ce.Transient())
+	require.True(t, IsTransient(ce))
 	require.Equal(t, 3, stuck.requests)
 }

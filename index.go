@@ -127,8 +127,8 @@ func (s *schema) keyAttr(def *layout, part, name string, comps, suffix []*compon
 		if def.kind == BaseTable {
 			where = "TableSpec"
 		}
-		return nil, &DeclarationError{Model: s.model, Index: def.name,
-			Rule: fmt.Sprintf("%s needs a derived attribute to hold it: add %s=ATTR to the %s tag", why, part, where)}
+		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Index: def.name,
+			Reason: fmt.Sprintf("%s needs a derived attribute to hold it: add %s=ATTR to the %s tag", why, part, where)}
 	}
 	c := comps[0]
 	k.native, k.attr = true, c.f.attr
@@ -197,11 +197,11 @@ type layout struct {
 // layoutOf makes the layout of declaration d as an index of the given kind
 // (for the TableSpec, BaseTable). An index declared with one type= can be
 // laid out as another: Explain's alternate and a migration's kept forms are
-// layoutOf with the other kind. Its errors are *DeclarationError.
+// layoutOf with the other kind. Its errors are ErrDeclaration *Errors.
 func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	s := d.schema
 	fail := func(field, format string, args ...any) error {
-		return &DeclarationError{Model: s.model, Field: field, Index: d.name, Rule: fmt.Sprintf(format, args...)}
+		return &Error{Sentinel: ErrDeclaration, Model: s.model, Field: field, Index: d.name, Reason: fmt.Sprintf(format, args...)}
 	}
 	l := &layout{schema: s, decl: d, name: d.name, kind: kind, project: d.project, keysOnly: d.keysOnly, slots: d.slots}
 	var base *declaration
@@ -334,11 +334,11 @@ func (l *layout) checkNames() error {
 			continue
 		}
 		if s.attrs[k.attr] {
-			return &DeclarationError{Model: s.model, Index: l.name, Rule: fmt.Sprintf("derived key attribute %q collides with a model attribute", k.attr)}
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name, Reason: fmt.Sprintf("derived key attribute %q collides with a model attribute", k.attr)}
 		}
 	}
 	if l.pk != nil && l.sk != nil && l.pk.attr == l.sk.attr {
-		return &DeclarationError{Model: s.model, Index: l.name, Rule: fmt.Sprintf("partition and sort key are both %q", l.pk.attr)}
+		return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name, Reason: fmt.Sprintf("partition and sort key are both %q", l.pk.attr)}
 	}
 	return nil
 }

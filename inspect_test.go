@@ -73,11 +73,11 @@ func TestInspectCursor(t *testing.T) {
 	require.True(t, info.Desc)
 	require.Equal(t, pos(docs[4]), info.Position)
 
-	// Refusals: each a *CursorError whose Reason says why, as a query's.
+	// Refusals: each an *Error whose Reason says why, as a query's.
 	refused := func(index, cursor, reason string) {
 		t.Helper()
 		_, err := tb.InspectCursor(index, cursor)
-		var ce *CursorError
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		require.ErrorIs(t, err, ErrInvalidCursor)
 		require.Contains(t, ce.Reason, reason)

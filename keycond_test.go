@@ -326,7 +326,7 @@ func TestSortCondErrors(t *testing.T) {
 		_, err := kcDef(t, tc.index).sortCond(tc.c)
 		require.Error(t, err, "%s on %q", tc.c, tc.index)
 		assert.ErrorIs(t, err, ErrInvalidQuery, "%s on %q: %v", tc.c, tc.index, err)
-		var qe *QueryError
+		var qe *Error
 		require.ErrorAs(t, err, &qe)
 		assert.Equal(t, tc.index, qe.Index)
 		assert.Contains(t, qe.Reason, tc.why, "%s on %q", tc.c, tc.index)
@@ -1024,7 +1024,7 @@ type kcTexterItem struct {
 // query could silently read another key's items.) A []byte component takes
 // any bytes.
 //
-// Query errors are QueryErrors (ErrInvalidQuery, HTTP 400 for a service);
+// Query errors are ErrInvalidQuery *Errors (ErrInvalidQuery, HTTP 400 for a service);
 // their reason names the UTF-8 problem. Marshal errors wrap errInvalidUTF8.
 func TestSortCondRejectsInvalidUTF8(t *testing.T) {
 	tb, err := New[kcTicket](nil)

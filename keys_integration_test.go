@@ -820,7 +820,7 @@ func kiRequireInvalid[T any](t *testing.T, q Query[T]) {
 	_, err := q.Page(ctx)
 	require.ErrorIs(t, err, ErrInvalidQuery)
 	require.Equal(t, "DDBX-200", Code(err))
-	var qe *QueryError
+	var qe *Error
 	require.ErrorAs(t, err, &qe)
 	n := 0
 	for _, err := range q.All(ctx) {

@@ -16,7 +16,7 @@ import (
 // write-through mode. It returns to as written (with the version from's plus
 // one). A move to the same key is refused with ErrInvalidWrite (use Put), and
 // so is a move from version 0 of a model with a version field. A lost
-// condition is a *ConflictError naming it, what was found, and what to do.
+// condition is an ErrConflict *Error naming it, what was found, and what to do.
 //
 // DynamoDB cannot update a key attribute in place; Move is how a ticket whose
 // status is part of its sort key changes status.
@@ -74,7 +74,7 @@ func (t *Table[T]) moveThrough(ctx context.Context, expected uint64, pf, pt *pre
 		return err
 	}
 	if old == nil {
-		return &ConflictError{Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " holds the item; " + t.found(nil, expected, "move")}}
+		return &Error{Sentinel: ErrConflict, Op: "move", Failed: []string{"the old key " + keyString(pf.key) + " holds the item; " + t.found(nil, expected, "move")}}
 	}
 	t.stamp(pt.av)
 	acts, err := t.moveActions(expected, pf, pt, old, true)

@@ -2,7 +2,6 @@ package ddbindex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -100,7 +99,7 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 	return pg
 }
 
-// capped returns a *CapError when a per-call cap forbids another request.
+// capped returns an ErrCapReached *Error when a per-call cap forbids another request.
 func (pg *pager[T]) capped() error {
 	ce := pg.q.capHit(pg.total, 1)
 	if ce == nil {
@@ -115,13 +114,13 @@ func (pg *pager[T]) capped() error {
 
 // capHit returns the per-call cap (MaxRequests, MaxReadUnits) that sending
 // more requests would break, after the call sent and read what used
-// counts; nil when none would. The caller sets the CapError's Cursor.
-func (q Query[T]) capHit(used Stats, more int) *CapError {
+// counts; nil when none would. The caller sets the error's Cursor.
+func (q Query[T]) capHit(used Stats, more int) *Error {
 	switch {
 	case q.maxRequests > 0 && used.Requests+more > q.maxRequests:
-		return &CapError{Cap: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(used.Requests)}
+		return &Error{Sentinel: ErrCapReached, Op: "MaxRequests", Limit: float64(q.maxRequests), Used: float64(used.Requests)}
 	case q.maxUnits > 0 && used.ReadUnits >= q.maxUnits:
-		return &CapError{Cap: "MaxReadUnits", Limit: q.maxUnits, Used: used.ReadUnits}
+		return &Error{Sentinel: ErrCapReached, Op: "MaxReadUnits", Limit: q.maxUnits, Used: used.ReadUnits}
 	}
 	return nil
 }
@@ -255,7 +254,7 @@ func pageWant(limit int, peek bool) int {
 // (throttled, ErrNoProgress) is when costs matter most. A fill that stops
 // at a cap returns its Page, which reports them.
 func (q Query[T]) failedFill(ctx context.Context, err error, s Stats) {
-	if err == nil || errors.As(err, new(*CapError)) {
+	if err == nil || asKind(err, ErrCapReached) != nil {
 		return
 	}
 	if q.report != nil {
@@ -356,29 +355,6 @@ func (t *Table[T]) unmarshalItem(item map[string]types.AttributeValue, v *T) err
 // making a decoder per item: a Decoder holds its options alone, and Decode
 // changes nothing in it, so one serves every call at once.
 var itemDecoder = attributevalue.NewDecoder()
-
-// CapError reports that a per-call cap stopped a read. It matches
-// [ErrCapReached]. The items read before the cap are returned (in the Page,
-// or yielded by All), and Cursor continues after them.
-type CapError struct {
-	Cap    string  // "MaxRequests" or "MaxReadUnits"
-	Limit  float64 // the cap
-	Used   float64 // what the call used when it stopped
-	Cursor string  // continues after what was returned
-}
-
-func (e *CapError) Error() string {
-	if e == nil {
-		return ErrCapReached.Error()
-	}
-	return fmt.Sprintf("ddbindex: %s cap of %g reached (used %g); continue with the returned cursor [%s]", e.Cap, e.Limit, e.Used, ErrCapReached.code)
-}
-
-// Is makes CapError match ErrCapReached.
-func (e *CapError) Is(target error) bool { return target == ErrCapReached }
-
-// Code returns ErrCapReached's code.
-func (e *CapError) Code() string { return ErrCapReached.code }
 
 // ---- request sizing ----------------------------------------------------------
 

@@ -16,7 +16,7 @@ import (
 // absent: Put creates it again, with the version one more than the
 // tombstone's, so versions never go back (a copy read before the delete
 // still conflicts, and index entries written through stay ordered). A
-// mismatch is a *ConflictError that says what was found and what to do. In
+// mismatch is an ErrConflict *Error that says what was found and what to do. In
 // write-through mode Put reads the stored item and the index-table writes
 // go in the same transaction, conditioned on the item being as read (see
 // the note on write-through at [Options.WriteThrough]).
@@ -119,5 +119,5 @@ func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.Con
 		// write, applied by an attempt whose answer was lost.
 		return nil, nil
 	}
-	return cur, &ConflictError{Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: sdkError(err)}
+	return cur, &Error{Sentinel: ErrConflict, Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: sdkError(err)}
 }

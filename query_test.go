@@ -1145,13 +1145,13 @@ func TestQueryAll(t *testing.T) {
 		assert.Len(t, rec.recorded(), 1)
 		assert.Equal(t, 1, s.Requests)
 
-		// A cap ends the iteration with a *CapError whose cursor continues.
+		// A cap ends the iteration with an *Error whose cursor continues.
 		for _, capped := range []Query[qtEntry]{q.MaxRequests(1), q.MaxReadUnits(50)} {
 			var all []string
 			cur := ""
 			rounds := 0
 			for ; rounds < 20; rounds++ {
-				var capErr *CapError
+				var capErr *Error
 				n := 0
 				for v, err := range capped.After(cur).All(ctx) {
 					if err != nil {
@@ -1170,7 +1170,7 @@ func TestQueryAll(t *testing.T) {
 				cur = capErr.Cursor
 			}
 			assert.Greater(t, rounds, 1, "the cap stopped the iteration")
-			assert.Equal(t, live, all, "continuing with CapError.Cursor yields every item once")
+			assert.Equal(t, live, all, "continuing with Error.Cursor yields every item once")
 		}
 
 		// A failing request ends the iteration with its error, and the
@@ -1219,9 +1219,9 @@ func TestQueryCaps(t *testing.T) {
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.ErrorIs(t, err, ErrCapReached)
 		assert.Equal(t, "DDBX-401", Code(err))
-		var ce *CapError
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, "MaxRequests", ce.Cap)
+		assert.Equal(t, "MaxRequests", ce.Op)
 		assert.Equal(t, 1.0, ce.Limit)
 		assert.Equal(t, 1.0, ce.Used)
 		require.NotNil(t, p, "a capped call returns its page")
@@ -1268,9 +1268,9 @@ func TestQueryCaps(t *testing.T) {
 						require.NotNil(t, p, "err %v", err)
 						qtCheckStats(t, p)
 						if err != nil {
-							var ce *CapError
+							var ce *Error
 							require.ErrorAs(t, err, &ce)
-							require.Equal(t, c.kind, ce.Cap)
+							require.Equal(t, c.kind, ce.Op)
 							require.GreaterOrEqual(t, ce.Used, ce.Limit)
 							require.Equal(t, p.Cursor, ce.Cursor)
 							require.NotEmpty(t, p.Cursor, "a capped page continues")

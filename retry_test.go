@@ -31,7 +31,7 @@ func TestIsTransientOfLibraryErrors(t *testing.T) {
 		"invalid write":   fmt.Errorf("%w: bad version", ErrInvalidWrite),
 		"malformed":       fmt.Errorf("%w: no sequence number", ErrStreamRecord),
 		"poison record":   fmt.Errorf("%w: %w", ErrPoisonRecord, ErrInvalidWrite),
-		"conflict":        &ConflictError{Op: "put"},
+		"conflict":        &Error{Sentinel: ErrConflict, Op: "put"},
 		"not ddbindex's":  errors.New("boom"),
 		"a nil error too": nil,
 	} {

@@ -2,7 +2,6 @@ package ddbindex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -288,7 +287,7 @@ func (m *merger[T]) before(a, b string) bool {
 	return a < b
 }
 
-// capped returns a *CapError when the caps forbid a round of n requests;
+// capped returns an ErrCapReached *Error when the caps forbid a round of n requests;
 // the cursor continues after the last entry yielded.
 func (m *merger[T]) capped(n int) error {
 	ce := m.q.capHit(m.stats(), n)
@@ -624,8 +623,7 @@ func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, pee
 	for len(raw) < want {
 		item, ok, err := m.next(ctx, want)
 		if err != nil {
-			var ce *CapError
-			if !errors.As(err, &ce) {
+			if asKind(err, ErrCapReached) == nil {
 				return nil, err
 			}
 			if len(raw) < limit {

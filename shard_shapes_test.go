@@ -170,7 +170,7 @@ func shxReadCapped[T any](t *testing.T, ctx context.Context, q ddbindex.Query[T]
 	for calls := 0; ; calls++ {
 		require.Less(t, calls, 3000, "capped calls do not end")
 		p, err := q.Limit(limit).After(cursor).Page(ctx)
-		var ce *ddbindex.CapError
+		var ce *ddbindex.Error
 		if errors.As(err, &ce) {
 			require.Equal(t, p.Cursor, ce.Cursor)
 			require.NotEmpty(t, p.Cursor, "a capped call has a cursor")
@@ -1113,7 +1113,7 @@ func TestShardedCapsThroughTombstones(t *testing.T) {
 				for calls := 0; ; calls++ {
 					require.Less(t, calls, 1000, "%s: capped calls do not end", label)
 					p, err := q.Limit(2).After(cursor).Page(ctx)
-					var ce *ddbindex.CapError
+					var ce *ddbindex.Error
 					if errors.As(err, &ce) {
 						require.Equal(t, p.Cursor, ce.Cursor, label)
 						require.NotEmpty(t, p.Cursor, "%s: a capped call has a cursor", label)

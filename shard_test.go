@@ -469,7 +469,7 @@ func TestShardedCaps(t *testing.T) {
 	for calls := 0; ; calls++ {
 		require.Less(t, calls, 500, "the capped calls make progress")
 		p, err := v.Query("feed", "f").Limit(30).MaxReadUnits(2).After(cursor).Page(ctx)
-		var ce *ddbindex.CapError
+		var ce *ddbindex.Error
 		if errors.As(err, &ce) {
 			capped++
 			require.Equal(t, p.Cursor, ce.Cursor)

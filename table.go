@@ -99,7 +99,7 @@ type Options struct {
 	// being as read: its version, key fields, tombstone mark and write token
 	// (WriteTokenAttr, stored anew by every write-through write). When it
 	// changed in between, even if it was deleted and created again at the
-	// same version, a model with a version field gets a *ConflictError and
+	// same version, a model with a version field gets an ErrConflict *Error and
 	// one without reads the item again and retries, up to 8 attempts.
 	WriteThrough bool
 
@@ -197,7 +197,7 @@ type Table[T any] struct {
 }
 
 // New returns the Table for model T, whose declarations are parsed once per
-// type and validated (see [DeclarationError]); a nil option function is
+// type and validated (see [Error]); a nil option function is
 // refused the same way. A nil client makes a Table that sends no request:
 // every call that would send one fails with an error matching
 // [ErrUnsupported] (those that send none, such as Explain, Marshal and
@@ -231,32 +231,32 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 	var o Options
 	for i, fn := range optFns {
 		if fn == nil {
-			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("option function %d is nil", i)}
+			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("option function %d is nil", i)}
 		}
 		fn(&o)
 	}
 	if o.Retention < 0 {
-		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.Retention is %v; a tombstone's retention cannot be negative (0 means the default, 7 days)", o.Retention)}
+		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.Retention is %v; a tombstone's retention cannot be negative (0 means the default, 7 days)", o.Retention)}
 	}
 	if o.ShardFanout < 0 {
-		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.ShardFanout is %d; it cannot be negative (0 means the default, %d)", o.ShardFanout, defaultShardFanout)}
+		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.ShardFanout is %d; it cannot be negative (0 means the default, %d)", o.ShardFanout, defaultShardFanout)}
 	}
 	if o.MaxCursorBytes < 0 {
-		return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.MaxCursorBytes is %d; the cursor size cap cannot be negative (0 means the default, 4096)", o.MaxCursorBytes)}
+		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.MaxCursorBytes is %d; the cursor size cap cannot be negative (0 means the default, 4096)", o.MaxCursorBytes)}
 	}
 	for i, k := range o.CursorKeys {
 		if len(k) == 0 {
-			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options.CursorKeys[%d] is empty; a signing key must hold bytes", i)}
+			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.CursorKeys[%d] is empty; a signing key must hold bytes", i)}
 		}
 	}
 	o.setDefaults()
 	reserved := []string{o.DeletedAttr, o.TTLAttr, o.VersionAttr, o.WriteTokenAttr}
 	for i, a := range reserved {
 		if s.attrs[a] {
-			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("attribute %q is reserved for tombstones, versions and write tokens by the Options; rename the model attribute or the option", a)}
+			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("attribute %q is reserved for tombstones, versions and write tokens by the Options; rename the model attribute or the option", a)}
 		}
 		if slices.Contains(reserved[:i], a) {
-			return nil, &DeclarationError{Model: s.model, Rule: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
+			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
 		}
 	}
 	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, tel: newTelemetry(s, &o)}, nil

@@ -438,10 +438,9 @@ func (c *call) end(ctx context.Context, err error) {
 		}
 		if err != nil {
 			inst.errors.Add(ctx, 1, a.extra(attrErrorType.String(errorType(err)))...)
-			var ce *CapError
-			switch {
-			case errors.As(err, &ce):
-				inst.caps.Add(ctx, 1, a.extra(attrCap.String(ce.Cap))...)
+			switch ce := asKind(err, ErrCapReached); {
+			case ce != nil:
+				inst.caps.Add(ctx, 1, a.extra(attrCap.String(ce.Op))...)
 			case errors.Is(err, ErrNoProgress):
 				inst.noProgress.Add(ctx, 1, a.add...)
 			}

@@ -176,7 +176,7 @@ func TestTelemetryCapAndNoProgress(t *testing.T) {
 	// request stops the call.
 	tmSeed(t, tb, "T1", 6, 1, 2, 3)
 	page, err := tb.Query("by_team", "T1").Limit(2).MaxRequests(1).Page(ctx)
-	var ce *CapError
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	require.Empty(t, page.Items)
 	require.Equal(t, Stats{Requests: 1, Read: 3, Filtered: 3, ReadUnits: page.Stats.ReadUnits}, page.Stats)

@@ -42,7 +42,7 @@ import (
 //     conditions the write on those components being as read, so a
 //     concurrent change can never leave a derived key computed from stale
 //     values. If another writer changes one of them in between, Update reads
-//     again and retries once; losing that race twice is a *ConflictError.
+//     again and retries once; losing that race twice is an ErrConflict *Error.
 //   - A component of an index-table key may be changed when the index tables
 //     are kept from the stream: the stream consumer moves the entry. A new
 //     value is checked first as the consumer will key it (reading, as above,
@@ -104,7 +104,7 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 				}
 			}
 			if cur == nil || t.opts.isTombstone(cur) || (v > 0 && t.storedVersion(cur) != strconv.FormatUint(v, 10)) {
-				return &ConflictError{Op: "update", Failed: []string{t.updateExpected(up, v, nil) + "; " + t.found(cur, v, "update")}}
+				return &Error{Sentinel: ErrConflict, Op: "update", Failed: []string{t.updateExpected(up, v, nil) + "; " + t.found(cur, v, "update")}}
 			}
 		}
 		in, err := t.updateInput(ops, key0, texts, up, v, cur, token)
@@ -130,10 +130,10 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 				cur = found
 				continue
 			}
-			return &ConflictError{Op: "update", Err: sdkError(err), Failed: []string{what + "; found " + t.state(found) +
+			return &Error{Sentinel: ErrConflict, Op: "update", Err: sdkError(err), Failed: []string{what + "; found " + t.state(found) +
 				" with " + strings.Join(up.readNames(), ", ") + " changed again by another writer while Update computed the index keys from them: retry the update"}}
 		}
-		return &ConflictError{Op: "update", Err: sdkError(err), Failed: []string{what + "; " + t.found(found, v, "update")}}
+		return &Error{Sentinel: ErrConflict, Op: "update", Err: sdkError(err), Failed: []string{what + "; " + t.found(found, v, "update")}}
 	}
 }
 

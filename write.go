@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -34,42 +33,6 @@ import (
 
 // maxTransactActions is DynamoDB's limit on actions per transaction.
 const maxTransactActions = 100
-
-// ConflictError reports a lost conditional write. It matches [ErrConflict].
-type ConflictError struct {
-	Op string // "put", "delete", "move" or "update"
-	// Failed lists the conditions that failed, each with what was found and
-	// what to do when DynamoDB (or a read) told, e.g. "the item is at
-	// version 3; found it live at version 4: another write came first;
-	// re-read it (now version 4) and apply your change to that copy".
-	Failed []string
-	Err    error // the DynamoDB error (the SDK's, not a *CallError)
-}
-
-func (e *ConflictError) Error() string {
-	if e == nil {
-		return ErrConflict.Error()
-	}
-	what := "a condition failed"
-	if len(e.Failed) > 0 {
-		what = "failed: " + strings.Join(e.Failed, "; ")
-	}
-	return fmt.Sprintf("ddbindex: %s conflict: %s [%s]", e.Op, what, ErrConflict.code)
-}
-
-// Is makes ConflictError match ErrConflict.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
-// Unwrap returns the DynamoDB error.
-func (e *ConflictError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.Err
-}
-
-// Code returns ErrConflict's code.
-func (e *ConflictError) Code() string { return ErrConflict.code }
 
 func writeErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidWrite}, args...)...)
@@ -422,7 +385,7 @@ func (t *Table[T]) transact(ctx context.Context, op string, acts []action, optFn
 	_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, optFns...)
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) && conflictOnly(tce) {
-		ce := &ConflictError{Op: op, Err: sdkError(err)}
+		ce := &Error{Sentinel: ErrConflict, Op: op, Err: sdkError(err)}
 		for i, r := range tce.CancellationReasons {
 			code := aws.ToString(r.Code)
 			if code == "" || code == "None" || i >= len(acts) {
@@ -516,7 +479,7 @@ func (t *Table[T]) hasToken(item map[string]types.AttributeValue, token string) 
 
 // settle turns a failed single write into the call's outcome: nil when the
 // stored item shows that an earlier attempt of this call applied it
-// (ours), a *ConflictError saying what was expected and what was found when
+// (ours), an ErrConflict *Error saying what was expected and what was found when
 // the condition really failed, or the error itself when it is no
 // conditional-check failure. When the item must be read to tell, and that
 // read fails, the outcome is unknown: the error says so, and is no conflict.
@@ -529,7 +492,7 @@ func (t *Table[T]) settle(ctx context.Context, op string, err error, what string
 	if att.mayBeRetried() && ours(cur) {
 		return nil
 	}
-	return &ConflictError{Op: op, Failed: []string{what + "; " + t.found(cur, expected, op)}, Err: sdkError(err)}
+	return &Error{Sentinel: ErrConflict, Op: op, Failed: []string{what + "; " + t.found(cur, expected, op)}, Err: sdkError(err)}
 }
 
 // failedOn returns the stored item that err, the failure of a single
@@ -553,7 +516,7 @@ func (t *Table[T]) failedOn(ctx context.Context, op string, err error, what stri
 			return nil, fmt.Errorf("ddbindex: %s %s: a retried attempt failed its condition (%s), and reading the item to tell whether an earlier attempt was applied failed; the write may or may not have been made: %w",
 				op, t.s.model, what, rerr)
 		}
-		return nil, &ConflictError{Op: op, Failed: []string{what}, Err: sdkError(err)}
+		return nil, &Error{Sentinel: ErrConflict, Op: op, Failed: []string{what}, Err: sdkError(err)}
 	}
 	return cur, nil
 }

@@ -130,11 +130,11 @@ func wrNum(t *testing.T, av types.AttributeValue) int64 {
 	return v
 }
 
-func wrRequireConflict(t *testing.T, err error, op string, wantFailed ...string) *ConflictError {
+func wrRequireConflict(t *testing.T, err error, op string, wantFailed ...string) *Error {
 	t.Helper()
 	require.ErrorIs(t, err, ErrConflict)
 	require.Equal(t, "DDBX-600", Code(err))
-	var ce *ConflictError
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, op, ce.Op)
 	require.Len(t, ce.Failed, len(wantFailed), "failed conditions: %q", ce.Failed)

@@ -222,7 +222,7 @@ type BackfillProgress struct {
 // [ddbindex.ErrUnsupported], options out of range (or a nil t or api) with
 // [ddbindex.ErrInvalidWrite] (all before any request), a base item whose
 // keys cannot be derived with [ddbindex.ErrMalformedItem], and a failed call
-// (a canceled context included) with a [*ddbindex.CallError]. The stats
+// (a canceled context included) with a [*ddbindex.Error]. The stats
 // count what was done up to the error.
 //
 //	st, err := migrate.Backfill(ctx, tickets, client, "by_status", func(o *migrate.BackfillOptions) {

@@ -9,7 +9,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 )
 
-// This file is where Backfill's failed calls become a *ddbindex.CallError
+// This file is where Backfill's failed calls become a *ddbindex.Error
 // (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for the root package:
 // a backfill holds its Scan client as scanCalls (its DescribeTable as
 // describeCalls) and its checkpoint store as checkpointCalls, and
@@ -48,7 +48,7 @@ func (w checkpointCalls) Save(ctx context.Context, key string, segment Segment, 
 	return checkpointErr("SaveBackfillCheckpoint", w.c.Save(ctx, key, segment, lastEvaluatedKey))
 }
 
-// checkpointErr wraps an error of a caller's store in a *ddbindex.CallError,
+// checkpointErr wraps an error of a caller's store in a *ddbindex.Error,
 // unless it already matches a sentinel.
 func checkpointErr(op string, err error) error {
 	if err == nil || ddbindex.Code(err) != "" {
@@ -57,14 +57,14 @@ func checkpointErr(op string, err error) error {
 	return backfillCallErr(op, nil, nil, err)
 }
 
-// backfillCallErr wraps a non-nil error of a call in a *ddbindex.CallError;
+// backfillCallErr wraps a non-nil error of a call in a *ddbindex.Error;
 // nil stays nil. table and index are the request's names (nil when it has
 // none).
 func backfillCallErr(op string, table, index *string, err error) error {
 	if err == nil {
 		return nil
 	}
-	e := &ddbindex.CallError{Op: op, Err: err}
+	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err}
 	if table != nil {
 		e.Table = *table
 	}

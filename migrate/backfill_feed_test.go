@@ -314,33 +314,33 @@ func TestBackfillErrorsMatchOneSentinel(t *testing.T) {
 			})
 			return err
 		}},
-		{"a backfill checkpoint store that fails", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"a backfill checkpoint store that fails", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, c := bfNewTable[bfPostTable](t)
 			_, err := migrate.Backfill(t.Context(), tb, c, "newest", func(o *migrate.BackfillOptions) {
 				o.Checkpoint = bfFailingCheckpoints{&migrate.MemoryCheckpoints{}}
 			})
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "SaveBackfillCheckpoint", ce.Op)
 			return err
 		}},
-		{"a DynamoDB checkpoint store whose table is missing", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"a DynamoDB checkpoint store whose table is missing", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			missing := ddbtest.Name(t, "missing")
 			_, err := (&migrate.DynamoDBCheckpoints{Client: ddbtest.Client(t), Table: missing}).Load(t.Context(), "k")
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, ddbindex.CallError{Op: "Query", Table: missing, Err: ce.Err}, *ce)
+			require.Equal(t, ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: "Query", Table: missing, Err: ce.Err}, *ce)
 			return err
 		}},
-		{"a Scan that fails", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"a Scan that fails", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, err := ddbindex.New[bfPostTable](nil)
 			require.NoError(t, err)
 			_, err = migrate.Backfill(t.Context(), tb, bfFailingScan{}, "newest", func(o *migrate.BackfillOptions) {
 				o.Retry.MaxAttempts = 1
 			})
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, ddbindex.CallError{Op: "Scan", Table: tb.TableName(), Err: ce.Err}, *ce)
+			require.Equal(t, ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: "Scan", Table: tb.TableName(), Err: ce.Err}, *ce)
 			return err
 		}},
 		{"a base item whose keys do not decode", "ErrMalformedItem", nil, func(t *testing.T) error {

@@ -1042,7 +1042,7 @@ func TestBackfillResumesFromCheckpoint(t *testing.T) {
 	require.NoError(t, cps.Clear(t.Context(), key))
 	broken := bfFailingCheckpoints{cps}
 	st, err = migrate.Backfill(t.Context(), tb, c, "by_status", func(o *migrate.BackfillOptions) { o.PageSize, o.Checkpoint = 10, broken })
-	var ce *ddbindex.CallError
+	var ce *ddbindex.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "SaveBackfillCheckpoint", ce.Op)
 	require.Equal(t, 10, st.Scanned, "stopped after the page it could not checkpoint")

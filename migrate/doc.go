@@ -33,5 +33,5 @@
 // Every error the package returns matches one of package ddbindex's
 // sentinels: options and routes out of range [ddbindex.ErrInvalidQuery], a
 // malformed route item [ddbindex.ErrMalformedItem], a failed request a
-// [*ddbindex.CallError].
+// [*ddbindex.Error].
 package migrate

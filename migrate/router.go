@@ -284,7 +284,7 @@ func (r *Router) Close() {
 // every table, or before the first. While a table's routes cannot be read,
 // the Router routes it by the routes it read before (the Fallback's before
 // the first good read). A read of the control table that fails is a
-// [*ddbindex.CallError]; a route item that does not fit a [Route] fails
+// [*ddbindex.Error]; a route item that does not fit a [Route] fails
 // its table's read with [ddbindex.ErrMalformedItem], naming the index, the
 // attribute and what is wrong with it.
 func (r *Router) Err() error {
@@ -408,12 +408,12 @@ func (r *Router) read(ctx context.Context, table string) (map[string]Route, erro
 }
 
 // controlCallErr wraps a non-nil error of a request to the control table
-// in a *ddbindex.CallError, unless it is one already.
+// in an ErrDynamoDB *ddbindex.Error, unless it is one already.
 func controlCallErr(op, table string, err error) error {
-	if _, ok := errors.AsType[*ddbindex.CallError](err); ok {
+	if errors.Is(err, ddbindex.ErrDynamoDB) {
 		return err
 	}
-	return &ddbindex.CallError{Op: op, Table: table, Err: err}
+	return &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Table: table, Err: err}
 }
 
 // SetRoute stores the route of index of t's model in the control table,

@@ -289,7 +289,7 @@ func TestRouterRoutes(t *testing.T) {
 	missing, err := NewRouter(f.c, RouterOptions{ControlTable: f.control + "-gone"})
 	require.NoError(t, err)
 	_, err = missing.Routes(ctx, "kp-tickets")
-	var ce *ddbindex.CallError
+	var ce *ddbindex.Error
 	require.ErrorAs(t, err, &ce, "a control table that does not exist is a failed call")
 	require.Equal(t, "Query", ce.Op)
 	require.Equal(t, f.control+"-gone", ce.Table)
@@ -502,7 +502,7 @@ func TestRouterBackoff(t *testing.T) {
 	assert.Equal(t, int32(8), reported.Load(), "each failure reaches OnError")
 	assert.Equal(t, float64(8), h.Metrics(t).Sum("ddbindex.migration.route_refresh_errors", attrErrorType.String("DDBX-900"), attrTable.String("kp-tickets")))
 	require.ErrorIs(t, r.Err(), ddbindex.ErrDynamoDB)
-	var ce *ddbindex.CallError
+	var ce *ddbindex.Error
 	require.ErrorAs(t, r.Err(), &ce)
 	assert.Equal(t, "control", ce.Table)
 }

@@ -328,10 +328,11 @@ func runCursor(e *env, args []string) error {
 	return usageErr("cursor inspect", "%v", err)
 }
 
-// reason says why a cursor is refused: the *CursorError's reason and code.
+// reason says why a cursor is refused: the ErrInvalidCursor error's reason
+// and code.
 func reason(err error) string {
-	var ce *ddbindex.CursorError
-	if errors.As(err, &ce) {
+	var ce *ddbindex.Error
+	if errors.As(err, &ce) && ce.Sentinel == ddbindex.ErrInvalidCursor {
 		s := ce.Reason
 		if ce.Err != nil {
 			s += ": " + ce.Err.Error()

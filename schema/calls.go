@@ -10,7 +10,7 @@ import (
 )
 
 // This file is where the package's failed calls become a
-// *ddbindex.CallError (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
+// *ddbindex.Error (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
 // the root package: CreateTables, Check and Prepare hold the client they
 // are given as apiCalls (Check's Scan as scanCalls, Prepare's UpdateTable as
 // prepareCalls). CreateTables' wait that gives up is wrapped where it is
@@ -58,14 +58,14 @@ func (w prepareCalls) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableI
 	return out, callErr("UpdateTable", in.TableName, nil, err)
 }
 
-// callErr wraps a non-nil error of a call in a *ddbindex.CallError; nil
+// callErr wraps a non-nil error of a call in a *ddbindex.Error; nil
 // stays nil. table and index are the request's names (nil when it has
 // none).
 func callErr(op string, table, index *string, err error) error {
 	if err == nil {
 		return nil
 	}
-	e := &ddbindex.CallError{Op: op, Err: err}
+	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err}
 	if table != nil {
 		e.Table = *table
 	}

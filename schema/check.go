@@ -37,7 +37,7 @@ import (
 // shards changes, so only entries tell). optFns are applied to every
 // request Check sends, as the SDK's own per-call options.
 //
-// A failed call to DynamoDB is a [*ddbindex.CallError]
+// A failed call to DynamoDB is a [*ddbindex.Error]
 // ([ddbindex.ErrDynamoDB]), not a mismatch. A nil t, api or option function
 // fails with an error matching [ddbindex.ErrInvalidQuery], before any
 // request.

@@ -62,7 +62,7 @@ type CreateOptions struct {
 // A nil t, api or option function (or a nil among ClientOptions) fails with
 // an error matching [ddbindex.ErrInvalidWrite], before any request; a failed
 // call (a table that exists already, a wait that gives up) is a
-// [*ddbindex.CallError] ([ddbindex.ErrDynamoDB]).
+// [*ddbindex.Error] ([ddbindex.ErrDynamoDB]).
 //
 //	err := schema.CreateTables(ctx, tickets, client, func(o *schema.CreateOptions) { o.NoTTL = true })
 func CreateTables[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*CreateOptions)) error {

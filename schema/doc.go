@@ -35,7 +35,7 @@
 //
 // Every error matches one sentinel of package ddbindex with errors.Is, and
 // ddbindex.Code gives its code: a mismatch is an [*Error]
-// (ddbindex.ErrSchemaMismatch), a failed call a *ddbindex.CallError
+// (ddbindex.ErrSchemaMismatch), a failed call a *ddbindex.Error
 // (ddbindex.ErrDynamoDB), and a nil table, client or option function
 // ddbindex.ErrInvalidWrite (CreateTables, Prepare) or
 // ddbindex.ErrInvalidQuery (Check), raised before any request.

@@ -139,18 +139,18 @@ func scErrCases() []scErrCase {
 			})
 			return err
 		}},
-		{"CreateTables of a table that exists", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"CreateTables of a table that exists", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, c := scNewTable[scPlain](t)
 			require.NoError(t, schema.CreateTables(t.Context(), tb, c))
 			err := schema.CreateTables(t.Context(), tb, c)
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, ddbindex.CallError{Op: "CreateTable", Table: tb.TableName(), Err: ce.Err}, *ce)
+			require.Equal(t, ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: "CreateTable", Table: tb.TableName(), Err: ce.Err}, *ce)
 			var inUse *types.ResourceInUseException
 			require.ErrorAs(t, err, &inUse, "the SDK's error is still there")
 			return err
 		}},
-		{"Check with a canceled context", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"Check with a canceled context", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, c := scNewTable[scPlain](t)
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()

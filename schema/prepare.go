@@ -141,7 +141,7 @@ func (r Report) Changed() bool {
 // When a later step fails (a DynamoDB error, a server that accepts a change
 // it does not make, WaitTimeout), the report lists what was done before, and
 // calling Prepare again goes on from there. A failed call to DynamoDB is a
-// [*ddbindex.CallError] ([ddbindex.ErrDynamoDB]), wrapped. A nil t, api or
+// [*ddbindex.Error] ([ddbindex.ErrDynamoDB]), wrapped. A nil t, api or
 // option function (or a nil among ClientOptions) fails with an error
 // matching [ddbindex.ErrInvalidWrite], before any request.
 func Prepare[T any](ctx context.Context, t *ddbindex.Table[T], api PrepareAPI, optFns ...func(*PrepareOptions)) (Report, error) {

@@ -11,13 +11,13 @@ import (
 )
 
 // This file is where package stream's failed calls become a
-// *ddbindex.CallError (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
+// *ddbindex.Error (ddbindex.ErrDynamoDB), as ddbindex's calls.go is for
 // the root package: a Consumer holds its DynamoDB Streams client as
 // streamCalls and its checkpoint store as checkpointCalls. (The index writes
 // go through the Table, whose client ddbindex wraps.) Its lease store is
 // leaseCalls. An answer the consumer
 // cannot use (a DescribeStream without a stream description, or whose shards
-// form a cycle) is reported as a *ddbindex.CallError of that call where it is
+// form a cycle) is reported as a *ddbindex.Error of that call where it is
 // found, in consumer.go.
 
 // streamCalls is a consumer's DynamoDB Streams client, with every error
@@ -79,7 +79,7 @@ func (w leaseCalls) DeleteLease(ctx context.Context, l Lease) error {
 	return callErr("DeleteLease", nil, w.c.DeleteLease(ctx, l))
 }
 
-// callErr wraps a non-nil error of a call in a *ddbindex.CallError; nil
+// callErr wraps a non-nil error of a call in a *ddbindex.Error; nil
 // stays nil, and so does an error that is one already (a store's failed
 // request, such as DynamoDBCheckpoints', which names its own operation and
 // table). table is the table the request named (nil when it names none).
@@ -87,10 +87,10 @@ func callErr(op string, table *string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := errors.AsType[*ddbindex.CallError](err); ok {
+	if errors.Is(err, ddbindex.ErrDynamoDB) {
 		return err
 	}
-	e := &ddbindex.CallError{Op: op, Err: err}
+	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err}
 	if table != nil {
 		e.Table = *table
 	}
@@ -98,13 +98,15 @@ func callErr(op string, table *string, err error) error {
 }
 
 // sdkError returns the error a call returned, without the
-// *ddbindex.CallError around it: for errors that report an SDK error as
-// their cause but are not a failed call (a gap's
+// ErrDynamoDB *ddbindex.Error around it: for errors that report an SDK
+// error as their cause but are not a failed call (a gap's
 // TrimmedDataAccessException), so that they match one sentinel.
 func sdkError(err error) error {
-	var ce *ddbindex.CallError
-	if errors.As(err, &ce) {
-		return ce.Err
+	var ce *ddbindex.Error
+	for e := err; errors.As(e, &ce); e = ce.Err {
+		if ce.Sentinel == ddbindex.ErrDynamoDB {
+			return ce.Err
+		}
 	}
 	return err
 }

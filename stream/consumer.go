@@ -441,7 +441,7 @@ func (c *Consumer[T]) shards(ctx context.Context, arn string) ([]streamtypes.Sha
 			return nil, fmt.Errorf("ddbindex: describe stream %s: %w", arn, err)
 		}
 		if out.StreamDescription == nil {
-			return nil, &ddbindex.CallError{Op: "DescribeStream", Err: fmt.Errorf("stream %s: no stream description in the answer", arn)}
+			return nil, &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: "DescribeStream", Err: fmt.Errorf("stream %s: no stream description in the answer", arn)}
 		}
 		all = append(all, out.StreamDescription.Shards...)
 		if out.StreamDescription.LastEvaluatedShardId == nil {
@@ -466,7 +466,7 @@ func (c *Consumer[T]) shards(ctx context.Context, arn string) ([]streamtypes.Sha
 			ordered = append(ordered, s)
 		}
 		if !progress {
-			return nil, &ddbindex.CallError{Op: "DescribeStream", Err: fmt.Errorf("stream %s has a shard cycle", arn)}
+			return nil, &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: "DescribeStream", Err: fmt.Errorf("stream %s has a shard cycle", arn)}
 		}
 	}
 	return ordered, nil

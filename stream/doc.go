@@ -37,7 +37,7 @@
 // record, which also matches its cause's): [ddbindex.ErrPoisonRecord]
 // (*PoisonRecordError), [ddbindex.ErrStreamGap] (*GapError),
 // [ddbindex.ErrStreamRecord] (a malformed record), [ddbindex.ErrDynamoDB]
-// (a *ddbindex.CallError: a failed call to DynamoDB Streams, the checkpoint
+// (a *ddbindex.Error: a failed call to DynamoDB Streams, the checkpoint
 // store or the lease store), [ddbindex.ErrSchemaMismatch] (a table without
 // a stream), [ddbindex.ErrMalformedItem] (a damaged item of
 // DynamoDBCheckpoints) and [ddbindex.ErrInvalidWrite] (a consumer, handler,

@@ -221,7 +221,7 @@ func TestDynamoDBLeases(t *testing.T) {
 	require.ErrorContains(t, err, "until is not a number")
 }
 
-// TestDynamoDBCheckpointsErrors: a failed request is a *ddbindex.CallError
+// TestDynamoDBCheckpointsErrors: a failed request is a *ddbindex.Error
 // naming the request and the table, once (a consumer does not wrap it
 // again).
 func TestDynamoDBCheckpointsErrors(t *testing.T) {
@@ -230,7 +230,7 @@ func TestDynamoDBCheckpointsErrors(t *testing.T) {
 	s := &DynamoDBCheckpoints{Client: c, Table: ddbtest.Name(t, "missing"), Name: "x"}
 	_, err := s.Checkpoint(t.Context(), "s1")
 	require.ErrorIs(t, err, ddbindex.ErrDynamoDB)
-	var ce *ddbindex.CallError
+	var ce *ddbindex.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "GetItem", ce.Op)
 	require.Equal(t, s.Table, ce.Table)

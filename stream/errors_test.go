@@ -144,34 +144,34 @@ func stErrCases() []stErrCase {
 			_, err := ApplyLambdaEvent[stTicket](t.Context(), nil, events.DynamoDBEvent{})
 			return err
 		}},
-		{"a GetRecords that DynamoDB Streams refuses", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"a GetRecords that DynamoDB Streams refuses", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, fs := fsSetup(t)
 			fs.shard("s1", "")
 			it := fsTicket(1)
 			fs.add(t, "s1", nil, &it)
 			fs.failNext("GetRecords", &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no", Fault: smithy.FaultClient})
 			_, err := NewConsumer(tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "GetRecords", ce.Op)
-			require.False(t, ce.Transient())
+			require.False(t, ddbindex.IsTransient(ce))
 			var ae smithy.APIError
 			require.ErrorAs(t, err, &ae, "the SDK's error is still there")
 			return err
 		}},
-		{"a checkpoint store that fails", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"a checkpoint store that fails", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, fs := fsSetup(t)
 			fs.shard("s1", "")
 			it := fsTicket(1)
 			fs.add(t, "s1", nil, &it)
 			_, err := NewConsumer(tb, fs, stUnreachableCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "Checkpoint", ce.Op)
 			require.ErrorIs(t, err, errStUnreachable)
 			return err
 		}},
-		{"shards whose parents form a cycle", "ErrDynamoDB", new(*ddbindex.CallError), func(t *testing.T) error {
+		{"shards whose parents form a cycle", "ErrDynamoDB", new(*ddbindex.Error), func(t *testing.T) error {
 			tb, err := ddbindex.New[stTicket](nil)
 			require.NoError(t, err)
 			api := &stShardStreams{pages: [][]streamtypes.Shard{{
@@ -179,7 +179,7 @@ func stErrCases() []stErrCase {
 				{ShardId: aws.String("b"), ParentShardId: aws.String("a")},
 			}}}
 			_, err = NewConsumer(tb, api, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:stream"})).Poll(t.Context())
-			var ce *ddbindex.CallError
+			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "DescribeStream", ce.Op)
 			require.ErrorContains(t, err, "shard cycle")

@@ -76,7 +76,7 @@ type Backfill interface {
 	// Item backfills one scanned base item: it writes what the form needs
 	// (through the Table's client, with retries) and says which outcome the
 	// item had. Its errors are the core's: ErrMalformedItem for an item
-	// whose keys cannot be derived, a *CallError for a failed write.
+	// whose keys cannot be derived, an ErrDynamoDB *Error for a failed write.
 	Item(ctx context.Context, item map[string]types.AttributeValue, o ItemOptions) (Outcome, error)
 }
 
