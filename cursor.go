@@ -170,14 +170,14 @@ func (r *cursorReader) str() (string, string) {
 // minimal varints), the signature, the version, the order, the index, and
 // every field's name, order and form. The caller checks the positions against
 // the query's partition and condition.
-func decodeCursor(d *layout, token string, desc bool, o *Options) (cursorPos, error) {
+func decodeCursor(d *layout, token string, desc bool, o *settings) (cursorPos, error) {
 	c, _, err := readCursor(d, token, &desc, o)
 	return c, err
 }
 
 // readCursor is decodeCursor with the order to check in wantDesc; nil accepts
 // either order. It also returns the order the cursor was minted for.
-func readCursor(d *layout, token string, wantDesc *bool, o *Options) (cursorPos, bool, error) {
+func readCursor(d *layout, token string, wantDesc *bool, o *settings) (cursorPos, bool, error) {
 	var none cursorPos
 	if len(token) > o.MaxCursorBytes {
 		return none, false, cursorErr(nil, "%d bytes is over the %d-byte cap", len(token), o.MaxCursorBytes)

@@ -212,7 +212,7 @@ func curxNoCall[T any](t testing.TB, optFns ...func(*Options)) *Table[T] {
 
 // curxSameOpts copies the options of an existing Table (its table names).
 func curxSameOpts[T any](tb *Table[T]) func(*Options) {
-	return func(o *Options) { *o = tb.opts }
+	return func(o *Options) { *o = tb.opts.Options }
 }
 
 // ---- data -----------------------------------------------------------------------
@@ -848,7 +848,7 @@ func TestCursorKeyRotation(t *testing.T) {
 	want := curxIDs(curxOrder("by_status", env.items["T1"], false))
 	d := curxDef(t, env.a, "by_status")
 	signedBy := func(cursor string, key []byte) bool {
-		_, err := decodeCursor(d, cursor, false, &Options{CursorKeys: [][]byte{key}, MaxCursorBytes: 4096})
+		_, err := decodeCursor(d, cursor, false, &settings{Options: Options{CursorKeys: [][]byte{key}, MaxCursorBytes: 4096}})
 		return err == nil
 	}
 

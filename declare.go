@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -22,9 +23,27 @@ import (
 //
 //	_ ddbindex.TableSpec `ddbindex:"tickets,pk=PK,sk=SK"`
 //
-// The first word is the table name. Options: pk=ATTR and sk=ATTR name the
-// attributes that hold a composite (derived) base key; softdelete makes reads
-// of the base table and its GSIs and LSIs skip tombstones too.
+// The first word is the table name. Options:
+//
+//	pk=ATTR, sk=ATTR    the attributes that hold a composite (derived) base key
+//	softdelete          Delete writes a tombstone, and reads of the base table
+//	                    and its GSIs and LSIs skip tombstones too
+//	retention=DURATION  how long a tombstone lives before TTL removes it, as
+//	                    time.ParseDuration reads it (default 168h, 7 days)
+//	deletedattr=ATTR    the tombstone marker attribute (default _deleted)
+//	ttlattr=ATTR        the attribute a tombstone's expiry (epoch seconds) is
+//	                    written to, and that TTL is enabled on (default _ttl)
+//	versionattr=ATTR    the attribute that holds the version of the change that
+//	                    wrote an index-table entry (default _ver)
+//	tokenattr=ATTR      the base-table attribute where each write records a
+//	                    random token of its own (default _wtok): a retry of an
+//	                    attempt whose answer was lost recognises its own write
+//	                    instead of reporting a conflict or applying an update
+//	                    twice, and a write-through write that read the item
+//	                    before another write can tell
+//
+// The attributes the library writes are part of the stored data: every
+// process of a fleet must declare the same ones.
 type TableSpec struct{}
 
 // IndexSpec is a zero-size marker: a blank field of this type declares one
@@ -130,7 +149,24 @@ type schema struct {
 	fields     []*field           // the key fields, each at its ord
 	version    *versionField      // the field tagged ddbindex:"version", if any
 	deleted    *deletedField      // the field tagged ddbindex:"deleted", if any
+	// sys are the attributes the library writes beside the model's own
+	// (TableSpec: deletedattr=, ttlattr=, versionattr=, tokenattr=), and
+	// retention how long a tombstone lives (retention=).
+	sys       sysAttrs
+	retention time.Duration
 }
+
+// sysAttrs are the attributes the library writes beside a model's own.
+type sysAttrs struct {
+	deleted string // the tombstone marker (default "_deleted")
+	ttl     string // a tombstone's expiry, epoch seconds, that TTL reads (default "_ttl")
+	version string // the version of the change that wrote an index-table entry (default "_ver")
+	token   string // the base-table write token of each write (default "_wtok")
+}
+
+// defaultRetention is how long a tombstone lives when retention= is not
+// given.
+const defaultRetention = 7 * 24 * time.Hour
 
 // versionField is the model's version attribute: an integer that every
 // write through ddbindex increments, and that conditions it.
@@ -239,6 +275,17 @@ func parseSchema(t reflect.Type) (*schema, error) {
 					d.skName = v
 				case k == "softdelete" && isTable && v == "":
 					s.softDelete = true
+				case (k == "deletedattr" || k == "ttlattr" || k == "versionattr" || k == "tokenattr") && isTable:
+					if v == "" {
+						return nil, fail(sf.Name, "", "option %s needs a value", k)
+					}
+					*map[string]*string{"deletedattr": &s.sys.deleted, "ttlattr": &s.sys.ttl, "versionattr": &s.sys.version, "tokenattr": &s.sys.token}[k] = v
+				case k == "retention" && isTable:
+					r, err := time.ParseDuration(v)
+					if err != nil || r <= 0 {
+						return nil, fail(sf.Name, "", "retention=%s is not a positive duration (such as 168h): how long a tombstone lives before TTL removes it", v)
+					}
+					s.retention = r
 				case (k == "type" || k == "keep") && !isTable:
 					kind, ok := indexKind(v)
 					if !ok {
@@ -458,7 +505,37 @@ func parseSchema(t reflect.Type) (*schema, error) {
 	if err := s.checkAttributeNames(); err != nil {
 		return nil, err
 	}
+	if err := s.checkSysAttrs(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkSysAttrs applies the defaults of the attributes the library writes
+// and of the retention, and checks that those attributes are four distinct
+// names that the model does not use.
+func (s *schema) checkSysAttrs() error {
+	for _, d := range []struct {
+		v   *string
+		def string
+	}{{&s.sys.deleted, "_deleted"}, {&s.sys.ttl, "_ttl"}, {&s.sys.version, "_ver"}, {&s.sys.token, "_wtok"}} {
+		if *d.v == "" {
+			*d.v = d.def
+		}
+	}
+	if s.retention == 0 {
+		s.retention = defaultRetention
+	}
+	reserved := []string{s.sys.deleted, s.sys.ttl, s.sys.version, s.sys.token}
+	for i, a := range reserved {
+		if s.attrs[a] {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("attribute %q is reserved for tombstones, versions and write tokens (TableSpec deletedattr=, ttlattr=, versionattr=, tokenattr=); rename the model attribute or choose another name in the TableSpec tag", a)}
+		}
+		if slices.Contains(reserved[:i], a) {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("the TableSpec tag names attribute %q for two purposes (deletedattr=, ttlattr=, versionattr= and tokenattr= must differ)", a)}
+		}
+	}
+	return nil
 }
 
 // partition lists the components of the declared partition key. An index

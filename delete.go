@@ -13,7 +13,8 @@ import (
 // Delete removes the item with item's base key (only the base key fields,
 // and the version, are read: the other fields may be unset). A model
 // declared softdelete is
-// marked deleted (DeletedAttr true, TTLAttr set a Retention ahead) instead of
+// marked deleted (its marker true, its TTL attribute a retention ahead: see
+// [TableSpec]) instead of
 // removed. With a version field, the stored version must equal item's. In
 // write-through mode the index entries become tombstones in the same
 // transaction. Deleting an item that does not exist is not an error, unless

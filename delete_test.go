@@ -15,7 +15,8 @@ func TestWriteSoftDeleteTombstone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const retention = 48 * time.Hour
-	tb, c := newTestTable[wrTicket](t, func(o *Options) { o.Retention = retention })
+	tb, c := newTestTable[wrTicket](t)
+	tb.opts.Retention = retention // as TableSpec retention= sets it (TestTableSpecWrittenAttributes)
 
 	it, err := tb.Put(ctx, wrTicket{Team: "T1", Status: "open", ID: "7", Created: wrT0, Title: "Printer"})
 	require.NoError(t, err)

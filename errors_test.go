@@ -177,7 +177,7 @@ func erCases() []erCase {
 			return err
 		}},
 		{"negative options", "ErrDeclaration", new(*Error), func(t *testing.T) error {
-			_, err := New[erItem](nil, func(o *Options) { o.Retention = -time.Hour })
+			_, err := New[erItem](nil, func(o *Options) { o.MaxCursorBytes = -1 })
 			return err
 		}},
 		{"a deleted field that is no bool", "ErrDeclaration", new(*Error), func(t *testing.T) error {

@@ -22,7 +22,7 @@ import (
 // (keys only, sparse on an omitempty string) and by_tag (projects title,
 // sparse on a pointer).
 type syItem struct {
-	_      TableSpec `ddbindex:"sy-items,pk=PK,sk=SK"`
+	_      TableSpec `ddbindex:"sy-items,pk=PK,sk=SK,retention=36h"`
 	_      IndexSpec `ddbindex:"by_status,type=table"`
 	_      IndexSpec `ddbindex:"by_owner,type=table,project=keys"`
 	_      IndexSpec `ddbindex:"by_tag,type=table,project=title"`
@@ -41,8 +41,9 @@ const syRetention = 36 * time.Hour
 
 func syTable(t testing.TB) *Table[syItem] {
 	t.Helper()
-	tb, err := New[syItem](nil, func(o *Options) { o.Now = func() time.Time { return syNow }; o.Retention = syRetention })
+	tb, err := New[syItem](nil, func(o *Options) { o.Now = func() time.Time { return syNow } })
 	require.NoError(t, err)
+	require.Equal(t, syRetention, tb.opts.Retention, "the TableSpec's retention=")
 	return tb
 }
 

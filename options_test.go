@@ -15,9 +15,7 @@ import (
 )
 
 // TestNewRefusesBadOptions: New refuses options it cannot honour, at
-// start-up: a negative retention (tombstones that expire before they are
-// written) and a negative cursor cap; and attribute names reserved by the
-// options that collide with a model attribute.
+// start-up: a negative cursor cap, a negative fan-out, an empty signing key.
 func TestNewRefusesBadOptions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -25,11 +23,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		fn   func(*Options)
 		want string
 	}{
-		{"negative retention", func(o *Options) { o.Retention = -time.Hour }, "Options.Retention is -1h0m0s"},
 		{"negative cursor cap", func(o *Options) { o.MaxCursorBytes = -1 }, "Options.MaxCursorBytes is -1"},
-		{"deleted attribute is a model attribute", func(o *Options) { o.DeletedAttr = "title" }, `attribute "title" is reserved`},
-		{"TTL attribute is a model attribute", func(o *Options) { o.TTLAttr = "ver" }, `attribute "ver" is reserved`},
-		{"version attribute is a model attribute", func(o *Options) { o.VersionAttr = "team" }, `attribute "team" is reserved`},
+		{"negative fan-out", func(o *Options) { o.ShardFanout = -2 }, "Options.ShardFanout is -2"},
+		{"empty signing key", func(o *Options) { o.CursorKeys = [][]byte{[]byte("k"), nil} }, "Options.CursorKeys[1] is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, err := New[wrTicket](nil, tc.fn)
@@ -39,13 +35,76 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		})
 	}
 	for _, fn := range []func(*Options){
-		func(o *Options) { o.Retention = 0; o.MaxCursorBytes = 0 }, // the defaults
-		func(o *Options) { o.Retention = time.Minute; o.MaxCursorBytes = 100 },
+		func(o *Options) { o.MaxCursorBytes = 0 }, // the defaults
+		func(o *Options) { o.MaxCursorBytes = 100 },
 	} {
 		_, err := New[wrTicket](nil, fn)
 		require.NoError(t, err)
 	}
 }
+
+// TestTableSpecWrittenAttributes: the attributes the library writes beside
+// the model's own, and the tombstones' retention, come from the TableSpec
+// tag, with their defaults; a name the model uses, a name given twice, and
+// a retention that is no positive duration are declaration errors.
+func TestTableSpecWrittenAttributes(t *testing.T) {
+	t.Parallel()
+	type plain struct {
+		_  TableSpec `ddbindex:"ts-plain"`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	type named struct {
+		_  TableSpec `ddbindex:"ts-named,deletedattr=gone,ttlattr=expires,versionattr=v,tokenattr=tok,retention=36h"`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	p, err := New[plain](nil)
+	require.NoError(t, err)
+	require.Equal(t, []any{"_deleted", "_ttl", "_ver", "_wtok", 7 * 24 * time.Hour},
+		[]any{p.opts.DeletedAttr, p.opts.TTLAttr, p.opts.VersionAttr, p.opts.WriteTokenAttr, p.opts.Retention})
+	n, err := New[named](nil)
+	require.NoError(t, err)
+	require.Equal(t, []any{"gone", "expires", "v", "tok", 36 * time.Hour},
+		[]any{n.opts.DeletedAttr, n.opts.TTLAttr, n.opts.VersionAttr, n.opts.WriteTokenAttr, n.opts.Retention})
+
+	type usedByModel struct {
+		_    TableSpec `ddbindex:"ts-used,ttlattr=note"`
+		ID   string    `dynamodbav:"id" ddbindex:"pk"`
+		Note string    `dynamodbav:"note"`
+	}
+	type twice struct {
+		_  TableSpec `ddbindex:"ts-twice,deletedattr=x,tokenattr=x"`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	type defaultTaken struct {
+		_   TableSpec `ddbindex:"ts-taken"`
+		ID  string    `dynamodbav:"id" ddbindex:"pk"`
+		Ver int64     `dynamodbav:"_ver"`
+	}
+	type badRetention struct {
+		_  TableSpec `ddbindex:"ts-ret,retention=-1h"`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	type noValue struct {
+		_  TableSpec `ddbindex:"ts-novalue,deletedattr="`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	for name, c := range map[string]struct {
+		err  error
+		want string
+	}{
+		"used by the model": {err: second(New[usedByModel](nil)), want: `attribute "note" is reserved`},
+		"named twice":       {err: second(New[twice](nil)), want: `names attribute "x" for two purposes`},
+		"default taken":     {err: second(New[defaultTaken](nil)), want: `attribute "_ver" is reserved`},
+		"bad retention":     {err: second(New[badRetention](nil)), want: "retention=-1h is not a positive duration"},
+		"no value":          {err: second(New[noValue](nil)), want: "option deletedattr needs a value"},
+	} {
+		require.ErrorIs(t, c.err, ErrDeclaration, name)
+		require.ErrorContains(t, c.err, c.want, name)
+	}
+}
+
+// second returns the second of two values.
+func second[A, B any](_ A, b B) B { return b }
 
 // otCounter counts the SDK operations of the calls whose options it is in,
 // by operation name, in the Initialize step (once per operation, whatever

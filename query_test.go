@@ -800,7 +800,8 @@ func TestQueryTombstones(t *testing.T) {
 
 	t.Run("custom DeletedAttr", func(t *testing.T) {
 		t.Parallel()
-		tb, _ := newTestTable[qtEntry](t, func(o *Options) { o.DeletedAttr = "gone" })
+		tb, _ := newTestTable[qtEntry](t)
+		tb.opts.DeletedAttr = "gone" // as TableSpec deletedattr= sets it (TestTableSpecWrittenAttributes)
 		require.True(t, putEntry(t, tb, "feed", qtEntry{Team: "A", ID: "a", Seq: 1}, false))
 		require.True(t, putEntry(t, tb, "feed", qtEntry{Team: "A", ID: "b", Seq: 2}, true)) // gone = true
 		c := qtEntry{Team: "A", ID: "c", Seq: 3}

@@ -49,26 +49,6 @@ type Options struct {
 	// Default: the declared name.
 	TableName func(declared string) string
 
-	// DeletedAttr is the tombstone marker attribute. Default "_deleted".
-	DeletedAttr string
-	// TTLAttr is the attribute a tombstone's expiry (epoch seconds) is
-	// written to, and that index tables enable TTL on. Default "_ttl".
-	TTLAttr string
-	// VersionAttr is the attribute that holds the version of the change that
-	// wrote an index table entry. Default "_ver".
-	VersionAttr string
-	// WriteTokenAttr is the base-table attribute where each UpdateItem the
-	// library sends (Update, and Delete of a softdelete model) records a
-	// random token of that write, so that a retry of an attempt whose answer
-	// was lost recognises its own write instead of reporting a conflict, or
-	// applying the update twice. Every write-through write stores a new one
-	// too, so that a write that read the item before it can tell (see
-	// WriteThrough). Index-table entries do not copy it. Default "_wtok".
-	WriteTokenAttr string
-	// Retention is how long a tombstone lives before TTL removes it.
-	// Default 7 days.
-	Retention time.Duration
-
 	// CursorKeys, when set, sign cursors with HMAC-SHA256: a cursor is
 	// signed with the first key and accepted when signed with any of them,
 	// so keys rotate without breaking the cursors clients hold. To rotate,
@@ -97,7 +77,7 @@ type Options struct {
 	// Each such write reads the stored item (strongly consistent), computes
 	// the index writes from it, and conditions the transaction on the item
 	// being as read: its version, key fields, tombstone mark and write token
-	// (WriteTokenAttr, stored anew by every write-through write). When it
+	// (TableSpec tokenattr=, stored anew by every write-through write). When it
 	// changed in between, even if it was deleted and created again at the
 	// same version, a model with a version field gets an ErrConflict *Error and
 	// one without reads the item again and retries, up to 8 attempts.
@@ -139,24 +119,27 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
+// settings are what a Table runs with: its Options with every default
+// applied, and what its model declares about the attributes the library
+// writes (TableSpec deletedattr=, ttlattr=, versionattr=, tokenattr=,
+// retention=).
+type settings struct {
+	Options
+	DeletedAttr, TTLAttr, VersionAttr, WriteTokenAttr string
+	Retention                                         time.Duration
+}
+
+// settingsOf returns the settings of a Table of the model s with the
+// (validated) options o.
+func settingsOf(s *schema, o Options) settings {
+	o.setDefaults()
+	return settings{Options: o, DeletedAttr: s.sys.deleted, TTLAttr: s.sys.ttl, VersionAttr: s.sys.version,
+		WriteTokenAttr: s.sys.token, Retention: s.retention}
+}
+
 func (o *Options) setDefaults() {
 	if o.TableName == nil {
 		o.TableName = func(s string) string { return s }
-	}
-	if o.DeletedAttr == "" {
-		o.DeletedAttr = "_deleted"
-	}
-	if o.TTLAttr == "" {
-		o.TTLAttr = "_ttl"
-	}
-	if o.VersionAttr == "" {
-		o.VersionAttr = "_ver"
-	}
-	if o.WriteTokenAttr == "" {
-		o.WriteTokenAttr = "_wtok"
-	}
-	if o.Retention == 0 {
-		o.Retention = 7 * 24 * time.Hour
 	}
 	if o.MaxCursorBytes == 0 {
 		o.MaxCursorBytes = 4096
@@ -171,7 +154,7 @@ func (o *Options) setDefaults() {
 }
 
 // signingKey is the key new cursors are signed with; nil for unsigned.
-func (o *Options) signingKey() []byte {
+func (o *settings) signingKey() []byte {
 	if len(o.CursorKeys) == 0 {
 		return nil
 	}
@@ -189,7 +172,7 @@ type Table[T any] struct {
 	client   calls
 	readOnly bool // made by NewReadOnly: its client refuses writes
 	s        *schema
-	opts     Options
+	opts     settings
 	memo     *memo      // the page fill's memory of live ratios
 	tel      *telemetry // nil: nothing instrumented
 	// shardSizing replaces defaultShardSizing in tests (nil: the default).
@@ -235,9 +218,6 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 		}
 		fn(&o)
 	}
-	if o.Retention < 0 {
-		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.Retention is %v; a tombstone's retention cannot be negative (0 means the default, 7 days)", o.Retention)}
-	}
 	if o.ShardFanout < 0 {
 		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.ShardFanout is %d; it cannot be negative (0 means the default, %d)", o.ShardFanout, defaultShardFanout)}
 	}
@@ -249,17 +229,8 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.CursorKeys[%d] is empty; a signing key must hold bytes", i)}
 		}
 	}
-	o.setDefaults()
-	reserved := []string{o.DeletedAttr, o.TTLAttr, o.VersionAttr, o.WriteTokenAttr}
-	for i, a := range reserved {
-		if s.attrs[a] {
-			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("attribute %q is reserved for tombstones, versions and write tokens by the Options; rename the model attribute or the option", a)}
-		}
-		if slices.Contains(reserved[:i], a) {
-			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options name attribute %q for two purposes (DeletedAttr, TTLAttr, VersionAttr and WriteTokenAttr must differ)", a)}
-		}
-	}
-	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: o, memo: &memo{}, tel: newTelemetry(s, &o)}, nil
+	st := settingsOf(s, o)
+	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: st, memo: &memo{}, tel: newTelemetry(s, &st)}, nil
 }
 
 // usable returns an error matching sentinel (ErrInvalidQuery for a read,

@@ -216,7 +216,7 @@ type physical struct{ table, index string }
 
 // newTelemetry returns the instrumentation of a Table of schema s, nil
 // when neither provider is set (or both are no-ops).
-func newTelemetry(s *schema, o *Options) *telemetry {
+func newTelemetry(s *schema, o *settings) *telemetry {
 	mp, tp := o.MeterProvider, o.TracerProvider
 	tel := &telemetry{table: o.TableName(s.table), targets: map[*layout]*target{}, byPhysical: map[physical]*target{}}
 	if mp != nil && !isNoopMeter(mp) {

@@ -11,9 +11,9 @@ import (
 
 // This file owns the tombstone rule: what marks an entry as a tombstone, the
 // filter that hides tombstones, the marks a delete writes, and how a model
-// sees them. Other files read and write DeletedAttr only through it (Options
-// name it, and Update refuses to set it). A tombstone is an entry whose
-// DeletedAttr is true; it stays until TTL removes it or a write replaces it
+// sees them. Other files read and write the marker attribute only through it
+// (the TableSpec's deletedattr= names it, and Update refuses to set it). A
+// tombstone is an entry whose marker is true; it stays until TTL removes it or a write replaces it
 // with a live entry, and no read that has not opted out (IncludeDeleted) may
 // return it. It marks a deleted base item of a softdelete
 // model (and that item in its GSIs and LSIs), and in an index table an entry
@@ -25,7 +25,7 @@ import (
 // liveCondition is the filter that keeps live entries only:
 //
 //	attribute_not_exists(#deleted) OR #deleted <> :true
-func liveCondition(o *Options) expression.ConditionBuilder {
+func liveCondition(o *settings) expression.ConditionBuilder {
 	n := expression.Name(o.DeletedAttr)
 	return n.AttributeNotExists().Or(n.NotEqual(expression.Value(true)))
 }
@@ -39,7 +39,7 @@ func (d *layout) filtersTombstones() bool {
 
 // isTombstone reports whether a stored entry (a base item, a GSI or LSI
 // entry, an index-table entry) is a tombstone.
-func (o *Options) isTombstone(e map[string]types.AttributeValue) bool {
+func (o *settings) isTombstone(e map[string]types.AttributeValue) bool {
 	b, ok := e[o.DeletedAttr].(*types.AttributeValueMemberBOOL)
 	return ok && b.Value
 }
@@ -90,7 +90,7 @@ func (t *Table[T]) softDeleteMark() expression.UpdateBuilder {
 
 // tombstoneMarkBytes is the size, as DynamoDB counts it, that the marks add
 // to an entry: DeletedAttr true, and TTLAttr a Number of up to 11 digits.
-func (o *Options) tombstoneMarkBytes() int {
+func (o *settings) tombstoneMarkBytes() int {
 	return len(o.DeletedAttr) + 1 + len(o.TTLAttr) + 7
 }
 

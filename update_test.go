@@ -236,7 +236,7 @@ func (c *upHookClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 func hooked[T any](t *testing.T, tb *Table[T], c *dynamodb.Client) (*Table[T], *upHookClient) {
 	t.Helper()
 	hc := &upHookClient{Client: c}
-	h, err := New[T](hc, func(o *Options) { *o = tb.opts })
+	h, err := New[T](hc, func(o *Options) { *o = tb.opts.Options })
 	require.NoError(t, err)
 	return h, hc
 }

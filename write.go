@@ -428,7 +428,7 @@ func conflictOnly(tce *types.TransactionCanceledException) bool {
 // that the failed check found (ReturnValuesOnConditionCheckFailure=ALL_OLD,
 // or a strongly consistent GetItem on servers that do not return it): a Put
 // finds exactly the item it wrote; an update finds the random token it
-// wrote into Options.WriteTokenAttr; a hard delete finds the item gone,
+// wrote into the write-token attribute (TableSpec tokenattr=); a hard delete finds the item gone,
 // which counts as its own doing only when the call was retried. Only a
 // retried call can have applied an earlier attempt, so a first attempt's
 // failure is always a conflict. Transactions need none of this: the SDK's

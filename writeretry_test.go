@@ -336,10 +336,6 @@ func TestWriteTokenStaysInTheBaseTable(t *testing.T) {
 	err = tw.Update(t.Context(), rtDoc{ID: "d"}, Set("_wtok", "mine"))
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, cl.calls.Load())
-	_, err = New[rtDoc](cl, func(o *Options) { o.WriteTokenAttr = "title" })
-	require.ErrorIs(t, err, ErrDeclaration)
-	_, err = New[rtDoc](cl, func(o *Options) { o.WriteTokenAttr = "_ver" })
-	require.ErrorIs(t, err, ErrDeclaration, "a name for two purposes")
 }
 
 // TestSameItem: a stored item read back is compared with the one written as

@@ -157,7 +157,7 @@ func survey(ctx context.Context, ts *spec.Tables, api API, optFns []func(*dynamo
 			add(gap{problem: fmt.Sprintf("%s %s: TTL is not enabled (%s would never expire); enable it on %s", what, name, why, ttlAttr), fix: fixTTL, table: name})
 		case aws.ToString(desc.AttributeName) != ttlAttr:
 			p := fmt.Sprintf("%s %s: TTL is on %s, not on %s", what, name, aws.ToString(desc.AttributeName), ttlAttr)
-			add(gap{problem: p, refusal: fmt.Sprintf("%s: a table has one TTL attribute, and Prepare does not move it; disable TTL on %s first (UpdateTimeToLive), or set Options.TTLAttr to %s",
+			add(gap{problem: p, refusal: fmt.Sprintf("%s: a table has one TTL attribute, and Prepare does not move it; disable TTL on %s first (UpdateTimeToLive), or declare ttlattr=%s in the TableSpec tag",
 				p, aws.ToString(desc.AttributeName), aws.ToString(desc.AttributeName))})
 		}
 		return nil

@@ -120,7 +120,7 @@ func (r Report) Changed() bool {
 // adds each missing GSI, declared or kept, one UpdateTable at a time as
 // DynamoDB requires, and waits until it is ACTIVE; it enables the base
 // table's NEW_AND_OLD_IMAGES stream when index tables are kept from the
-// stream (no Options.WriteThrough); and it enables TTL on Options.TTLAttr
+// stream (no Options.WriteThrough); and it enables TTL on the TTL attribute (TableSpec ttlattr=)
 // wherever tombstones rely on it (index tables, and a softdelete model's
 // base table). It waits for tables and GSIs it finds CREATING or UPDATING.
 // Progress reports each poll of those waits.
@@ -335,7 +335,7 @@ func (p *preparer) createTable(ctx context.Context, in *dynamodb.CreateTableInpu
 	return true, nil
 }
 
-// enableTTL enables TTL on Options.TTLAttr of the table, unless it is on
+// enableTTL enables TTL on the TTL attribute (TableSpec ttlattr=) of the table, unless it is on
 // already (a concurrent caller may have done it).
 func (p *preparer) enableTTL(ctx context.Context, name string) error {
 	attr := p.ts.TTLAttr

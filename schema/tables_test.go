@@ -38,6 +38,22 @@ type scTicket struct {
 	Body    string             `dynamodbav:"body"`
 }
 
+// scTicketExpires is scTicket declaring another TTL attribute.
+type scTicketExpires struct {
+	_       ddbindex.TableSpec `ddbindex:"sc_tickets,ttlattr=_expires"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,name=sc-by-status,sk=GSI1SK,project=title|owner"`
+	_       ddbindex.IndexSpec `ddbindex:"by_created,type=lsi,name=sc-by-created,project=keys"`
+	_       ddbindex.IndexSpec `ddbindex:"by_status_created,type=gsi,name=sc-by-status-created"`
+	_       ddbindex.IndexSpec `ddbindex:"by_owner,type=table"`
+	Team    string             `dynamodbav:"team" ddbindex:"pk"`
+	ID      string             `dynamodbav:"id" ddbindex:"sk"`
+	Status  string             `dynamodbav:"status" ddbindex:"by_status.pk;by_status_created.pk"`
+	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:0;by_created.sk;by_status_created.sk;by_owner.sk:0"`
+	Owner   string             `dynamodbav:"owner" ddbindex:"by_owner.pk"`
+	Title   string             `dynamodbav:"title"`
+	Body    string             `dynamodbav:"body"`
+}
+
 // scPlain has no index table: CreateTables asks for no stream and no TTL.
 type scPlain struct {
 	_      ddbindex.TableSpec `ddbindex:"sc_plain,pk=PK"`
@@ -224,11 +240,9 @@ func TestSchemaCreatedTablesPass(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "_ttl", aws.ToString(ttl.TimeToLiveDescription.AttributeName))
 
-		// The TTL attribute is an option: a Table that expects another one
-		// reports it.
-		other, err := ddbindex.New[scTicket](c, naming, func(o *ddbindex.Options) {
-			o.TTLAttr = "_expires"
-		})
+		// The TTL attribute is declared (ttlattr=): a Table that expects
+		// another one reports it.
+		other, err := ddbindex.New[scTicketExpires](c, naming)
 		require.NoError(t, err)
 		scRequireProblems(t, scProblems(t, schema.Check(ctx, other, c)),
 			"index table "+idxName+": TTL is on _ttl, not on _expires")

@@ -21,7 +21,7 @@ import (
 func demoModels() []ops.ModelDef {
 	return []ops.ModelDef{
 		ops.Model[models.Ticket](models.TicketOptions),
-		ops.Model[models.Post](models.PostOptions),
+		ops.Model[models.Post](),
 	}
 }
 

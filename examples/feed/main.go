@@ -151,7 +151,7 @@ func run(ctx context.Context, w io.Writer, endpoint string, s settings) error {
 		_, _ = rand.Read(b[:])
 		prefix = "demo-" + hex.EncodeToString(b[:]) + "-"
 	}
-	feed, err := ddbindex.New[Post](client, models.PostOptions, func(o *ddbindex.Options) {
+	feed, err := ddbindex.New[Post](client, func(o *ddbindex.Options) {
 		o.TableName = func(declared string) string { return prefix + declared }
 	})
 	if err != nil {

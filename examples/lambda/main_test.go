@@ -168,7 +168,7 @@ func TestTemplateTables(t *testing.T) {
 			require.Equal(t, map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"}, p["StreamSpecification"], "the base table's stream carries both images")
 			require.Nil(t, p["TimeToLiveSpecification"])
 		} else {
-			require.Equal(t, map[string]any{"AttributeName": "_ttl", "Enabled": true}, p["TimeToLiveSpecification"], "TTL on the index table's tombstones (Options.TTLAttr's default)")
+			require.Equal(t, map[string]any{"AttributeName": "_ttl", "Enabled": true}, p["TimeToLiveSpecification"], "TTL on the index table's tombstones (the TableSpec's ttlattr= default)")
 			require.Nil(t, p["StreamSpecification"])
 		}
 	}

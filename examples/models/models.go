@@ -38,9 +38,11 @@ func TicketOptions(o *ddbindex.Options) {
 // Post is one post of the global feed (examples/feed). Every post is in the
 // one global feed: Feed is the constant "global", the old GSI's sort = 0.
 // The feed index's sort key is the 13-digit epoch-millisecond time the old
-// GSI used, then the post id.
+// GSI used, then the post id. A deleted post's tombstone lives a day
+// (retention=). The feed's index table is kept from the base table's
+// stream.
 type Post struct {
-	_ ddbindex.TableSpec `ddbindex:"feed-posts"`
+	_ ddbindex.TableSpec `ddbindex:"feed-posts,retention=24h"`
 	_ ddbindex.IndexSpec `ddbindex:"newest,type=table,shards=16"`
 
 	ID        string    `dynamodbav:"id"         ddbindex:"pk"`
@@ -48,12 +50,4 @@ type Post struct {
 	Published time.Time `dynamodbav:"published"  ddbindex:"newest.sk,format=unixms,width=13"`
 	Author    string    `dynamodbav:"author"`
 	Text      string    `dynamodbav:"text"`
-}
-
-// PostOptions are the feed's options: a deleted post's tombstone lives a
-// day. The feed's index table is kept from the base table's stream.
-func PostOptions(o *ddbindex.Options) {
-	if o != nil {
-		o.Retention = 24 * time.Hour
-	}
 }

@@ -14,6 +14,5 @@ func TestNilSafety(t *testing.T) {
 	t.Parallel()
 	var w nilwalk.Walker
 	w.Walk(t, models.TicketOptions)
-	w.Walk(t, models.PostOptions)
 	w.Covers(t, ".")
 }

@@ -125,7 +125,7 @@ type Tables struct {
 	// Control is the control table (Options.ControlTable); nil when the
 	// model names none.
 	Control *KeyTable
-	// TTLAttr is the attribute TTL must be enabled on (Options.TTLAttr).
+	// TTLAttr is the attribute TTL must be enabled on (TableSpec ttlattr=).
 	TTLAttr string
 	// TTL are the physical tables whose tombstones TTL must remove: the
 	// base table of a softdelete model, then each index table.
