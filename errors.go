@@ -17,10 +17,13 @@ import (
 // consumer's Run returns its context's error as it is once the context is
 // done.
 var (
-	// ErrDeclaration: a model's ddbindex tags break a rule, or New or
-	// NewReadOnly is given a nil option function (code DDBX-100). Fix the
-	// declaration; the error names the struct, field and rule.
-	ErrDeclaration = &codedError{"DDBX-100", "invalid model declaration"}
+	// ErrDeclaration: a model's ddbindex tags break a rule, or a
+	// constructor of this module (New, NewReadOnly, and those of packages
+	// stream, migrate and schema) is given options it cannot honour: a nil
+	// option function, a value negative, NaN or out of range (code
+	// DDBX-100). Raised at start-up, before any request: fix the
+	// declaration or the options; the error names what is wrong.
+	ErrDeclaration = &codedError{"DDBX-100", "invalid declaration or options"}
 
 	// ErrInvalidQuery: a query cannot be translated: a condition on a
 	// component that does not exist, a value of the wrong type, begins_with on
