@@ -213,18 +213,52 @@ type roleDecl struct {
 	comp  *component
 }
 
+// declParser holds a model's declaration while parseSchema reads it, phase by
+// phase.
+type declParser struct {
+	s         *schema
+	tableDecl *declaration   // the TableSpec's
+	decls     []*declaration // the IndexSpecs', in field order
+	roles     []roleDecl     // every key role of every field
+}
+
+// fail returns the declaration error of a broken rule.
+func (p *declParser) fail(fieldName, index, format string, args ...any) error {
+	return &Error{Sentinel: ErrDeclaration, Model: p.s.model, Field: fieldName, Index: index, Reason: fmt.Sprintf(format, args...)}
+}
+
+// parseSchema reads model t's declaration in phases: the TableSpec and
+// IndexSpec tags; the fields' ddbindex tags that are no key roles (deleted)
+// and the stored attributes' names; the attributes, the version field and
+// the key fields with their roles; the names; each key's components in
+// position order; each index form's layout; and the checks that need all
+// of it.
 func parseSchema(t reflect.Type) (*schema, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, &Error{Sentinel: ErrDeclaration, Model: t.String(), Reason: "a model must be a struct type"}
 	}
-	s := &schema{typ: t, model: t.String(), byName: map[string]*layout{}, attrs: map[string]bool{}}
-	fail := func(fieldName, index, format string, args ...any) error {
-		return &Error{Sentinel: ErrDeclaration, Model: s.model, Field: fieldName, Index: index, Reason: fmt.Sprintf(format, args...)}
+	p := &declParser{s: &schema{typ: t, model: t.String(), byName: map[string]*layout{}, attrs: map[string]bool{}}}
+	// Attributes are the fields attributevalue stores, under its names.
+	avs := avFieldsOf(t)
+	for _, phase := range []func() error{
+		func() error { return p.specs(t) },
+		func() error { return p.taggedFields(t, avs) },
+		func() error { return p.attributes(avs) },
+		p.names,
+		p.keys,
+		p.layouts,
+		p.s.checkAttributeNames,
+		p.s.checkSysAttrs,
+	} {
+		if err := phase(); err != nil {
+			return nil, err
+		}
 	}
-	var tableDecl *declaration
-	var decls []*declaration
-	var roles []roleDecl
+	return p.s, nil
+}
 
+// specs reads the TableSpec and IndexSpec tags of t's marker fields.
+func (p *declParser) specs(t reflect.Type) error {
 	// Blank marker fields are not reliably among reflect.VisibleFields (two or
 	// more cancel out as same-named fields; a single one is listed): list the
 	// top-level ones first, and skip them there.
@@ -239,128 +273,140 @@ func parseSchema(t reflect.Type) (*schema, error) {
 			fields = append(fields, sf)
 		}
 	}
-	// Attributes are the fields attributevalue stores, under its names.
-	avs := avFieldsOf(t)
 	for _, sf := range fields {
-		tag, hasTag := sf.Tag.Lookup("ddbindex")
-		switch sf.Type {
-		case reflect.TypeFor[TableSpec](), reflect.TypeFor[IndexSpec]():
-			if !hasTag {
-				return nil, fail(sf.Name, "", "a %s field needs a ddbindex tag", sf.Type.Name())
+		if sf.Type == reflect.TypeFor[TableSpec]() || sf.Type == reflect.TypeFor[IndexSpec]() {
+			if err := p.spec(sf); err != nil {
+				return err
 			}
-			words := strings.Split(tag, ",")
-			d := &declaration{schema: s, name: strings.TrimSpace(words[0]), spec: sf.Name}
-			isTable := sf.Type == reflect.TypeFor[TableSpec]()
-			if isTable {
-				if tableDecl != nil {
-					return nil, fail(sf.Name, "", "the base table is declared twice")
-				}
-				d.kind = BaseTable
-				d.physical, d.name = d.name, ""
-				tableDecl = d
-			} else {
-				if d.name == "" {
-					return nil, fail(sf.Name, "", "an IndexSpec tag starts with the logical index name")
-				}
-				d.kind, d.keep = noKind, noKind
-				d.names = map[Kind]string{}
-				decls = append(decls, d)
-			}
-			for _, w := range words[1:] {
-				k, v, _ := strings.Cut(strings.TrimSpace(w), "=")
-				switch {
-				case k == "pk":
-					d.pkName = v
-				case k == "sk":
-					d.skName = v
-				case k == "softdelete" && isTable && v == "":
-					s.softDelete = true
-				case (k == "deletedattr" || k == "ttlattr" || k == "versionattr" || k == "tokenattr") && isTable:
-					if v == "" {
-						return nil, fail(sf.Name, "", "option %s needs a value", k)
-					}
-					*map[string]*string{"deletedattr": &s.sys.deleted, "ttlattr": &s.sys.ttl, "versionattr": &s.sys.version, "tokenattr": &s.sys.token}[k] = v
-				case k == "retention" && isTable:
-					r, err := time.ParseDuration(v)
-					if err != nil || r <= 0 {
-						return nil, fail(sf.Name, "", "retention=%s is not a positive duration (such as 168h): how long a tombstone lives before TTL removes it", v)
-					}
-					s.retention = r
-				case (k == "type" || k == "keep") && !isTable:
-					kind, ok := indexKind(v)
-					if !ok {
-						return nil, fail(sf.Name, d.name, "%s=%s is not an index type (want gsi, lsi or table)", k, v)
-					}
-					if k == "type" {
-						d.kind = kind
-					} else {
-						d.keep = kind
-					}
-				case k == "name" && !isTable:
-					d.names[noKind] = v
-				case (k == "gsi" || k == "lsi" || k == "table") && !isTable:
-					kind, _ := indexKind(k)
-					d.names[kind] = v
-				case k == "shards" && !isTable:
-					n, err := strconv.Atoi(v)
-					if err != nil || n < 1 || n > maxShards {
-						return nil, fail(sf.Name, d.name, "shards=%s is not a number of shards from 1 to %d", v, maxShards)
-					}
-					d.shards = n
-				case k == "project" && !isTable:
-					switch v {
-					case "all", "":
-					case "keys":
-						d.keysOnly = true
-					default:
-						d.project = strings.Split(v, "|")
-					}
-				default:
-					return nil, fail(sf.Name, d.name, "unknown option %q in %s tag", w, sf.Type.Name())
-				}
-				if (k == "pk" || k == "sk" || k == "name" || k == "gsi" || k == "lsi" || k == "table") && v == "" {
-					return nil, fail(sf.Name, d.name, "option %s needs a value", k)
-				}
-			}
-			if isTable {
-				continue
-			}
-			if d.kind == noKind {
-				return nil, fail(sf.Name, d.name, "type= is missing (want type=gsi, type=lsi or type=table)")
-			}
-			if d.keep == d.kind {
-				return nil, fail(sf.Name, d.name, "keep=%s names the declared type itself: keep= names the other form kept during a migration", d.keep)
-			}
-			if n, ok := d.names[noKind]; ok {
-				if other, has := d.names[d.kind]; has && other != n {
-					return nil, fail(sf.Name, d.name, "name=%s and %s=%s both name the %s form", n, d.kind, other, d.kind)
-				}
-				d.names[d.kind] = n
-				delete(d.names, noKind)
-			}
-			for kind := range d.names {
-				if kind != d.kind && kind != d.keep {
-					return nil, fail(sf.Name, d.name, "%s= names a form the index neither is nor keeps (type=%s)", kind, d.kind)
-				}
-			}
-			continue
 		}
 	}
+	return nil
+}
+
+// spec reads one TableSpec or IndexSpec tag.
+func (p *declParser) spec(sf reflect.StructField) error {
+	s := p.s
+	tag, hasTag := sf.Tag.Lookup("ddbindex")
+	if !hasTag {
+		return p.fail(sf.Name, "", "a %s field needs a ddbindex tag", sf.Type.Name())
+	}
+	words := strings.Split(tag, ",")
+	d := &declaration{schema: s, name: strings.TrimSpace(words[0]), spec: sf.Name}
+	isTable := sf.Type == reflect.TypeFor[TableSpec]()
+	if isTable {
+		if p.tableDecl != nil {
+			return p.fail(sf.Name, "", "the base table is declared twice")
+		}
+		d.kind = BaseTable
+		d.physical, d.name = d.name, ""
+		p.tableDecl = d
+	} else {
+		if d.name == "" {
+			return p.fail(sf.Name, "", "an IndexSpec tag starts with the logical index name")
+		}
+		d.kind, d.keep = noKind, noKind
+		d.names = map[Kind]string{}
+		p.decls = append(p.decls, d)
+	}
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(strings.TrimSpace(w), "=")
+		switch {
+		case k == "pk":
+			d.pkName = v
+		case k == "sk":
+			d.skName = v
+		case k == "softdelete" && isTable && v == "":
+			s.softDelete = true
+		case (k == "deletedattr" || k == "ttlattr" || k == "versionattr" || k == "tokenattr") && isTable:
+			if v == "" {
+				return p.fail(sf.Name, "", "option %s needs a value", k)
+			}
+			*map[string]*string{"deletedattr": &s.sys.deleted, "ttlattr": &s.sys.ttl, "versionattr": &s.sys.version, "tokenattr": &s.sys.token}[k] = v
+		case k == "retention" && isTable:
+			r, err := time.ParseDuration(v)
+			if err != nil || r <= 0 {
+				return p.fail(sf.Name, "", "retention=%s is not a positive duration (such as 168h): how long a tombstone lives before TTL removes it", v)
+			}
+			s.retention = r
+		case (k == "type" || k == "keep") && !isTable:
+			kind, ok := indexKind(v)
+			if !ok {
+				return p.fail(sf.Name, d.name, "%s=%s is not an index type (want gsi, lsi or table)", k, v)
+			}
+			if k == "type" {
+				d.kind = kind
+			} else {
+				d.keep = kind
+			}
+		case k == "name" && !isTable:
+			d.names[noKind] = v
+		case (k == "gsi" || k == "lsi" || k == "table") && !isTable:
+			kind, _ := indexKind(k)
+			d.names[kind] = v
+		case k == "shards" && !isTable:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxShards {
+				return p.fail(sf.Name, d.name, "shards=%s is not a number of shards from 1 to %d", v, maxShards)
+			}
+			d.shards = n
+		case k == "project" && !isTable:
+			switch v {
+			case "all", "":
+			case "keys":
+				d.keysOnly = true
+			default:
+				d.project = strings.Split(v, "|")
+			}
+		default:
+			return p.fail(sf.Name, d.name, "unknown option %q in %s tag", w, sf.Type.Name())
+		}
+		if (k == "pk" || k == "sk" || k == "name" || k == "gsi" || k == "lsi" || k == "table") && v == "" {
+			return p.fail(sf.Name, d.name, "option %s needs a value", k)
+		}
+	}
+	if isTable {
+		return nil
+	}
+	if d.kind == noKind {
+		return p.fail(sf.Name, d.name, "type= is missing (want type=gsi, type=lsi or type=table)")
+	}
+	if d.keep == d.kind {
+		return p.fail(sf.Name, d.name, "keep=%s names the declared type itself: keep= names the other form kept during a migration", d.keep)
+	}
+	if n, ok := d.names[noKind]; ok {
+		if other, has := d.names[d.kind]; has && other != n {
+			return p.fail(sf.Name, d.name, "name=%s and %s=%s both name the %s form", n, d.kind, other, d.kind)
+		}
+		d.names[d.kind] = n
+		delete(d.names, noKind)
+	}
+	for kind := range d.names {
+		if kind != d.kind && kind != d.keep {
+			return p.fail(sf.Name, d.name, "%s= names a form the index neither is nor keeps (type=%s)", kind, d.kind)
+		}
+	}
+	return nil
+}
+
+// taggedFields checks every field with a ddbindex tag, reads the deleted
+// field, and refuses attribute names that two fields declare.
+func (p *declParser) taggedFields(t reflect.Type, avs avFieldSet) error {
+	s := p.s
 	for _, sf := range allTagged(t) {
 		if strings.TrimSpace(sf.Tag.Get("ddbindex")) == "deleted" {
 			switch {
 			case sf.Type.Kind() != reflect.Bool:
-				return nil, fail(sf.Name, "", "a deleted field must be a bool, not %s", sf.Type)
+				return p.fail(sf.Name, "", "a deleted field must be a bool, not %s", sf.Type)
 			case !sf.IsExported():
-				return nil, fail(sf.Name, "", "a deleted field must be exported: reads set it")
+				return p.fail(sf.Name, "", "a deleted field must be exported: reads set it")
 			case s.deleted != nil:
-				return nil, fail(sf.Name, "", "a second deleted field (the first is %s)", s.deleted.goName)
+				return p.fail(sf.Name, "", "a second deleted field (the first is %s)", s.deleted.goName)
 			}
 			s.deleted = &deletedField{goName: sf.Name, index: sf.Index}
 			continue
 		}
 		if err := checkTaggedField(sf, avs); err != nil {
-			return nil, fail(sf.Name, "", "%v", err)
+			return p.fail(sf.Name, "", "%v", err)
 		}
 	}
 	if len(avs.conflicts) > 0 {
@@ -369,9 +415,16 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		for i, f := range c {
 			names[i] = f.sf.Name
 		}
-		return nil, fail(c[len(c)-1].sf.Name, "", "attribute %q is declared by two fields (%s) that attributevalue ranks equal, so it stores neither: rename one, or tag one dynamodbav:\"-\"",
+		return p.fail(c[len(c)-1].sf.Name, "", "attribute %q is declared by two fields (%s) that attributevalue ranks equal, so it stores neither: rename one, or tag one dynamodbav:\"-\"",
 			c[0].name, strings.Join(names, ", "))
 	}
+	return nil
+}
+
+// attributes reads the stored attributes: their names, the version field,
+// and each key field with its key roles.
+func (p *declParser) attributes(avs avFieldSet) error {
+	s := p.s
 	for _, av := range avs.visible {
 		sf := av.sf
 		if sf.Type == reflect.TypeFor[TableSpec]() || sf.Type == reflect.TypeFor[IndexSpec]() {
@@ -393,10 +446,10 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		}
 		if strings.TrimSpace(tag) == "version" {
 			if k := sf.Type.Kind(); k < reflect.Int || k > reflect.Uint64 {
-				return nil, fail(sf.Name, "", "a version field must be an integer, not %s", sf.Type)
+				return p.fail(sf.Name, "", "a version field must be an integer, not %s", sf.Type)
 			}
 			if s.version != nil {
-				return nil, fail(sf.Name, "", "a second version field (the first is %s)", s.version.goName)
+				return p.fail(sf.Name, "", "a second version field (the first is %s)", s.version.goName)
 			}
 			s.version = &versionField{goName: sf.Name, attr: attr, index: sf.Index}
 			continue
@@ -408,7 +461,7 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		fl := &field{goName: sf.Name, attr: attr, index: sf.Index, typ: ft, ptr: ptr, omitEmpty: opts["omitempty"], unixTime: opts["unixtime"]}
 		var err error
 		if fl.canon, err = newEncoder(ft, 0, ""); err != nil {
-			return nil, fail(sf.Name, "", "%v", err)
+			return p.fail(sf.Name, "", "%v", err)
 		}
 		if fl.unixTime && ft != timeType {
 			fl.unixTime = false // attributevalue applies unixtime to times only
@@ -419,33 +472,43 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		for _, role := range strings.Split(tag, ";") {
 			r, err := parseRole(strings.TrimSpace(role), fl)
 			if err != nil {
-				return nil, fail(sf.Name, r.index, "%v", err)
+				return p.fail(sf.Name, r.index, "%v", err)
 			}
-			roles = append(roles, r)
+			p.roles = append(p.roles, r)
 		}
 	}
-	if tableDecl == nil {
-		return nil, fail("", "", "no base table: add a field `_ ddbindex.TableSpec `ddbindex:\"TABLE-NAME\"``")
+	return nil
+}
+
+// names checks the base table's name and that each index is declared once.
+func (p *declParser) names() error {
+	if p.tableDecl == nil {
+		return p.fail("", "", "no base table: add a field `_ ddbindex.TableSpec `ddbindex:\"TABLE-NAME\"``")
 	}
-	s.table = tableDecl.physical
-	if !physicalName.MatchString(s.table) {
-		return nil, fail("", "", "table name %q is not a valid DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", s.table)
+	p.s.table = p.tableDecl.physical
+	if !physicalName.MatchString(p.s.table) {
+		return p.fail("", "", "table name %q is not a valid DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", p.s.table)
 	}
 	names := map[string]bool{}
-	for _, d := range decls {
+	for _, d := range p.decls {
 		if names[d.name] {
-			return nil, fail("", d.name, "the index is declared twice")
+			return p.fail("", d.name, "the index is declared twice")
 		}
 		names[d.name] = true
 	}
+	for _, r := range p.roles {
+		if r.index != "" && !names[r.index] {
+			return p.fail(r.comp.f.goName, r.index, "no IndexSpec declares an index named %q", r.index)
+		}
+	}
+	return nil
+}
 
-	// Gather each key's components in position order.
+// keys gathers each key's components in position order.
+func (p *declParser) keys() error {
 	type partKey struct{ index, part string }
 	parts := map[partKey][]roleDecl{}
-	for _, r := range roles {
-		if r.index != "" && !names[r.index] {
-			return nil, fail(r.comp.f.goName, r.index, "no IndexSpec declares an index named %q", r.index)
-		}
+	for _, r := range p.roles {
 		k := partKey{r.index, r.part}
 		parts[k] = append(parts[k], r)
 	}
@@ -456,38 +519,43 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		for i, r := range rs {
 			if r.pos != i {
 				if i > 0 && rs[i-1].pos == r.pos {
-					return nil, fail(r.comp.f.goName, index, "%s position %d is declared twice (also by %s)", part, r.pos, rs[i-1].comp.f.goName)
+					return nil, p.fail(r.comp.f.goName, index, "%s position %d is declared twice (also by %s)", part, r.pos, rs[i-1].comp.f.goName)
 				}
-				return nil, fail(r.comp.f.goName, index, "%s positions must be 0, 1, 2, ... without gaps; position %d is missing", part, i)
+				return nil, p.fail(r.comp.f.goName, index, "%s positions must be 0, 1, 2, ... without gaps; position %d is missing", part, i)
 			}
 			for _, prev := range out[:i] {
 				if prev.f == r.comp.f {
-					return nil, fail(r.comp.f.goName, index, "the field appears twice in the %s", part)
+					return nil, p.fail(r.comp.f.goName, index, "the field appears twice in the %s", part)
 				}
 			}
 			out[i] = r.comp
 		}
 		return out, nil
 	}
-	for _, d := range append([]*declaration{tableDecl}, decls...) {
+	for _, d := range append([]*declaration{p.tableDecl}, p.decls...) {
 		var err error
 		if d.pk, err = ordered(d.name, "pk"); err != nil {
-			return nil, err
+			return err
 		}
 		if d.sk, err = ordered(d.name, "sk"); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	// The layouts, the base table's first: an index layout appends base key
-	// components.
-	for _, d := range append([]*declaration{tableDecl}, decls...) {
-		d.slots = d.slotsOf(tableDecl)
+	return nil
+}
+
+// layouts lays out every form of every declaration, the base table's
+// first: an index layout appends base key components.
+func (p *declParser) layouts() error {
+	s := p.s
+	for _, d := range append([]*declaration{p.tableDecl}, p.decls...) {
+		d.slots = d.slotsOf(p.tableDecl)
 		lay, err := layoutOf(d, d.kind)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.lay = lay
-		if d == tableDecl {
+		if d == p.tableDecl {
 			s.base = lay
 			continue
 		}
@@ -496,19 +564,13 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		if d.keep != noKind {
 			kept, err := layoutOf(d, d.keep)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			d.forms = append(d.forms, kept)
 		}
 		s.indexes = append(s.indexes, d.forms...)
 	}
-	if err := s.checkAttributeNames(); err != nil {
-		return nil, err
-	}
-	if err := s.checkSysAttrs(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return nil
 }
 
 // checkSysAttrs applies the defaults of the attributes the library writes
@@ -779,7 +841,7 @@ func (f *field) value(v reflect.Value) (reflect.Value, error) {
 // The functions below list a model's attributes exactly as attributevalue's encoder
 // does (its enumFields and dominantField, which follow encoding/json): which
 // struct fields become attributes, under which names, and which are left
-// out. The declaration parser builds on this list, so that a key component
+// out. The declaration declParser builds on this list, so that a key component
 // is always an attribute the base item really holds.
 
 // avField is one struct field that attributevalue considers, with the name
