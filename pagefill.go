@@ -540,7 +540,9 @@ const memoDecay = 0.5
 // earlier calls read, so that the first request of a call, page 1 included,
 // is sized for it, and for a sharded index the entries' mean size (see
 // merger.size). It is bounded (memoCap partitions, the oldest forgotten
-// first) and only ever changes request sizes, never results.
+// first). It changes request sizes and, once the server has refused a
+// start key placed just before a cursor's next position (noStartBefore),
+// where later calls start; never results.
 type memo struct {
 	// noStartBefore is set once the server refused a start key built
 	// before a cursor's next item: later pages start after the last item.

@@ -300,9 +300,11 @@ func (q Query[T]) instrument(ctx context.Context, o op) (context.Context, *call)
 }
 
 // planFor translates q for d. It is the only code that turns a logical query
-// into a DynamoDB request: the page fill (pager.request) only sets each
-// request's Limit and ExclusiveStartKey. What differs between the kinds of
-// index, it reads from the layout d.
+// into a DynamoDB request but for two additions: the page fill
+// (pager.request) sets each request's Limit and ExclusiveStartKey, and a
+// sharded index's read (plan.shardInput) gives each shard's request its
+// partition value and the sort key range after the cursor. What differs
+// between the kinds of index, it reads from the layout d.
 func (q Query[T]) planFor(d *layout) (*plan, error) {
 	if q.limit < 0 {
 		return nil, queryErr(d.name, "Limit %d is negative", q.limit)

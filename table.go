@@ -57,9 +57,11 @@ type Options struct {
 	// removed key, and unsigned ones, are rejected. Each key must be
 	// non-empty.
 	CursorKeys [][]byte
-	// MaxCursorBytes caps the length of a cursor accepted from a caller;
-	// a call that would mint a longer one fails instead (ErrInvalidQuery).
-	// Default 4096, enough for keys of a few hundred bytes.
+	// MaxCursorBytes caps the length of a cursor accepted from a caller.
+	// A call whose cursor with the next live item's position would be
+	// longer mints one without it (as PlainCursors does); when even that
+	// is longer, the call fails instead (ErrInvalidQuery). Default 4096,
+	// enough for keys of a few hundred bytes.
 	MaxCursorBytes int
 	// PlainCursors mints cursors without the next live item (see
 	// [Page].Cursor), which releases before it was added refuse: set it

@@ -32,8 +32,12 @@ type ShadowOptions struct {
 	// while they are all busy is skipped. Default 4.
 	MaxConcurrent int
 	// MaxReadUnits bounds the read units shadow comparisons spend per
-	// second; a page whose read cost more than the budget left is skipped.
-	// Default: no bound.
+	// second, as estimated by the served page's own cost: a page is
+	// compared only when the budget left holds that many units, else it is
+	// skipped. The estimate does not count a comparison's re-check (both
+	// forms read again after Recheck) nor the base-table reads it makes for
+	// items that look deleted: budget for up to three times the pages'
+	// cost when mismatches are frequent. Default: no bound.
 	MaxReadUnits float64
 	// Recheck is how long a mismatch waits before the page is read again on
 	// both forms: a GSI is eventually consistent, so a mismatch that is
@@ -253,8 +257,9 @@ func (s *Shadows) Stats() ShadowStats {
 	return s.stats
 }
 
-// Wait waits until no comparison is in flight, or ctx is done; Shadows
-// goes on taking pages.
+// Wait waits until no comparison is in flight, or ctx is done, and then
+// returns ctx.Err() as it is (no code: the caller's own context ended);
+// Shadows goes on taking pages.
 func (s *Shadows) Wait(ctx context.Context) error {
 	if !s.made() {
 		return nil
