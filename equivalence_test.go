@@ -107,7 +107,8 @@ func TestGSITableEquivalence(t *testing.T) {
 	t.Logf("seed %d (rerun with DDBINDEX_EQ_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 
-	cons := stream.NewConsumer(tbl, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{})
+	cons, err := stream.NewConsumer(tbl, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{})
+	require.NoError(t, err)
 	var applied ddbindex.ApplyStats
 	poll := func() {
 		t.Helper()
@@ -224,7 +225,9 @@ func TestGSITableEquivalence(t *testing.T) {
 	t.Logf("%d queries, %d pages compared, at %v", len(queries), pages, time.Since(start).Round(time.Millisecond))
 
 	// ---- replay from the start, then redeliver older records ----
-	replay, err := stream.NewConsumer(tbl, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{}).Poll(ctx)
+	replayer, err := stream.NewConsumer(tbl, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{})
+	require.NoError(t, err)
+	replay, err := replayer.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ddbindex.ApplyStats{Changes: applied.Changes, Stale: applied.Puts + applied.Deletes}, replay, "a replay writes nothing")
 	var changes []ddbindex.Change

@@ -623,7 +623,10 @@ func Example_runbook() {
 		fmt.Println(strings.ReplaceAll(step, prefix, ""))
 	}
 	checkpoints := &stream.MemoryCheckpoints{}
-	cons := stream.NewConsumer(tickets, streamsClient, checkpoints) // the upkeep: go cons.Run(ctx)
+	cons, err := stream.NewConsumer(tickets, streamsClient, checkpoints) // the upkeep: go cons.Run(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if _, err := tickets.Put(ctx, MigratingTicket{ID: "T3", Team: "TEAM-7", Status: "pending"}); err != nil {
 		log.Fatal(err)
 	}
@@ -712,7 +715,10 @@ func Example_runbookTableToGSI() {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
 		}
 	}()
-	cons := stream.NewConsumer(before, ddbtest.NewStreamsClient(), &stream.MemoryCheckpoints{})
+	cons, err := stream.NewConsumer(before, ddbtest.NewStreamsClient(), &stream.MemoryCheckpoints{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	catchUp := func() { // what cons.Run does, until it has caught up
 		for {
 			st, err := cons.Poll(ctx)

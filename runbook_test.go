@@ -362,7 +362,8 @@ func (f *rbFleet) deploy(decls ...int) []rbInstance {
 // rbStartUpkeep (re)starts the stream consumer that keeps the index table,
 // as a Table of the given declaration, from the checkpoints it left.
 func rbStartUpkeep[T any](f *rbFleet, tb *ddbindex.Table[T], cp *stream.MemoryCheckpoints) {
-	cons := stream.NewConsumer(tb, ddbtest.StreamsClient(f.t), cp)
+	cons, err := stream.NewConsumer(tb, ddbtest.StreamsClient(f.t), cp)
+	require.NoError(f.t, err)
 	f.upkeep = func() (int, error) {
 		st, err := cons.Poll(f.ctx)
 		return st.Changes, err

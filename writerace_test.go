@@ -178,7 +178,8 @@ func newRaceSetup[T any](t *testing.T, m raceModel[T], writeThrough bool) *raceS
 	}))
 	s := &raceSetup[T]{m: m, victim: victim, other: other, rc: rc, c: c, writeThrough: writeThrough}
 	if !writeThrough {
-		s.cons = stream.NewConsumer(other, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{})
+		s.cons, err = stream.NewConsumer(other, ddbtest.StreamsClient(t), &stream.MemoryCheckpoints{})
+		require.NoError(t, err)
 	}
 	return s
 }

@@ -52,7 +52,7 @@ func BenchmarkStreamConsumer(b *testing.B) {
 					_, names := freshIndexes(b, tb, stBase, fmt.Sprintf("%s-%d-%d", name, workers, i), stFixedNow)
 					target, err := ddbindex.New[stTicket](db, stFixedNow, func(o *ddbindex.Options) { o.TableName = names })
 					require.NoError(b, err)
-					cons := NewConsumer(target, streams, &MemoryCheckpoints{}, func(o *ConsumerOptions) { o.Workers = workers })
+					cons := newConsumer(b, target, streams, &MemoryCheckpoints{}, func(o *ConsumerOptions) { o.Workers = workers })
 					b.StartTimer()
 					st, err := cons.Poll(b.Context())
 					require.NoError(b, err)

@@ -243,33 +243,65 @@ type shardState struct {
 
 // NewConsumer returns a consumer of t's base-table stream, read through api,
 // with checkpoints in cp. Each optFn sets options (see [ConsumerOptions]),
-// in order.
-func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, optFns ...func(*ConsumerOptions)) *Consumer[T] {
+// in order. Options it cannot honour — a nil option function, a nil entry
+// of ClientOptions or StreamsClientOptions, a negative value, a BatchSize
+// above 1000 — fail with an error matching [ddbindex.ErrDeclaration] (code
+// DDBX-100) that names the option; 0 means the default. A nil t, api or cp
+// is not refused here: Poll and Run fail with an error matching
+// [ddbindex.ErrInvalidWrite] before any request.
+func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, optFns ...func(*ConsumerOptions)) (*Consumer[T], error) {
+	const fn = "NewConsumer"
 	var opts ConsumerOptions
-	for _, fn := range optFns {
-		if fn != nil {
-			fn(&opts)
+	if err := applyOptions(fn, &opts, optFns); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		name string
+		v    int64
+		def  any
+	}{
+		{"BatchSize", int64(opts.BatchSize), defaultBatchSize},
+		{"PollInterval", int64(opts.PollInterval), defaultPollInterval},
+		{"MaxEmptyReads", int64(opts.MaxEmptyReads), defaultMaxEmptyReads},
+		{"Workers", int64(opts.Workers), defaultWorkers},
+		{"CheckpointEvery", int64(opts.CheckpointEvery), defaultCheckpointEvery},
+		{"LeaseDuration", int64(opts.LeaseDuration), defaultLeaseDuration},
+	} {
+		if c.v < 0 {
+			return nil, negativeOption(fn, "ConsumerOptions."+c.name, c.v, c.def)
 		}
 	}
-	if opts.BatchSize <= 0 {
+	if opts.BatchSize > defaultBatchSize {
+		return nil, declarationErr(fn, "ConsumerOptions.BatchSize is %d; DynamoDB Streams returns at most %d records a GetRecords (0 means the default, %d)", opts.BatchSize, defaultBatchSize, defaultBatchSize)
+	}
+	if err := checkRetry(fn, "ConsumerOptions.Retry", opts.Retry); err != nil {
+		return nil, err
+	}
+	if err := nilEntry(fn, "ConsumerOptions.ClientOptions", opts.ClientOptions); err != nil {
+		return nil, err
+	}
+	if err := nilEntry(fn, "ConsumerOptions.StreamsClientOptions", opts.StreamsClientOptions); err != nil {
+		return nil, err
+	}
+	if opts.BatchSize == 0 {
 		opts.BatchSize = defaultBatchSize
 	}
-	if opts.PollInterval <= 0 {
+	if opts.PollInterval == 0 {
 		opts.PollInterval = defaultPollInterval
 	}
-	if opts.MaxEmptyReads <= 0 {
+	if opts.MaxEmptyReads == 0 {
 		opts.MaxEmptyReads = defaultMaxEmptyReads
 	}
-	if opts.Workers <= 0 {
+	if opts.Workers == 0 {
 		opts.Workers = defaultWorkers
 	}
-	if opts.CheckpointEvery <= 0 {
+	if opts.CheckpointEvery == 0 {
 		opts.CheckpointEvery = defaultCheckpointEvery
 	}
 	if opts.LeaseOwner == "" {
 		opts.LeaseOwner = defaultOwner()
 	}
-	if opts.LeaseDuration <= 0 {
+	if opts.LeaseDuration == 0 {
 		opts.LeaseDuration = defaultLeaseDuration
 	}
 	if opts.Now == nil {
@@ -284,7 +316,7 @@ func NewConsumer[T any](t *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, op
 		table = t.TableName()
 	}
 	return &Consumer[T]{t: t, api: streamCalls{api}, cp: checkpointCalls{cp}, opts: opts, retry: r, state: map[string]*shardState{}, lc: leaseCalls{opts.Leases},
-		leases: &leaseState{held: map[string]time.Time{}}, tel: newTelemetry(table, &opts)}
+		leases: &leaseState{held: map[string]time.Time{}}, tel: newTelemetry(table, &opts)}, nil
 }
 
 func (c *Consumer[T]) streamARN(ctx context.Context) (string, error) {

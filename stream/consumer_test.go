@@ -93,7 +93,7 @@ func TestStreamConsumerPoll(t *testing.T) {
 	n := stWorkload(t, tb, "T1")
 
 	cp := &MemoryCheckpoints{}
-	cons := NewConsumer(tb, sc, cp, with(ConsumerOptions{BatchSize: 4})) // several batches, several checkpoints
+	cons := newConsumer(t, tb, sc, cp, with(ConsumerOptions{BatchSize: 4})) // several batches, several checkpoints
 	first, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	t.Logf("first poll: %+v", first)
@@ -107,11 +107,11 @@ func TestStreamConsumerPoll(t *testing.T) {
 	again, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Zero(t, again, "a second poll applies nothing")
-	again, err = NewConsumer(tb, sc, cp).Poll(ctx)
+	again, err = newConsumer(t, tb, sc, cp).Poll(ctx)
 	require.NoError(t, err)
 	require.Zero(t, again, "a new consumer with the same checkpoints applies nothing")
 
-	replay, err := NewConsumer(tb, sc, &MemoryCheckpoints{}).Poll(ctx)
+	replay, err := newConsumer(t, tb, sc, &MemoryCheckpoints{}).Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ddbindex.ApplyStats{Changes: first.Changes, Stale: first.Puts + first.Deletes}, replay,
 		"a replay from the start skips every write as stale")
@@ -143,7 +143,7 @@ func TestStreamConsumerRun(t *testing.T) {
 	done := make(chan error, 1)
 	// The stream's one record is the put: its checkpoint says Run applied it.
 	cp := newSignalCheckpoints(&MemoryCheckpoints{}, func(string, string) bool { return true })
-	cons := NewConsumer(tb, sc, cp, with(ConsumerOptions{PollInterval: 20 * time.Millisecond}))
+	cons := newConsumer(t, tb, sc, cp, with(ConsumerOptions{PollInterval: 20 * time.Millisecond}))
 	go func() { done <- cons.Run(ctx) }()
 
 	it, err := tb.Put(t.Context(), stTicket{Team: "T1", Status: "open", ID: "1", Created: stNow, Title: "run"})
@@ -154,7 +154,7 @@ func TestStreamConsumerRun(t *testing.T) {
 	require.ErrorIs(t, awaitReturn(t, done), context.Canceled)
 
 	// A pass that fails ends Run with that error.
-	bad := NewConsumer(tb, sc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/nope/stream/2026-01-01T00:00:00.000"}))
+	bad := newConsumer(t, tb, sc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/nope/stream/2026-01-01T00:00:00.000"}))
 	err = bad.Run(t.Context())
 	require.Error(t, err)
 	require.ErrorContains(t, err, "describe stream")
@@ -383,18 +383,18 @@ func TestStreamConsumerErrors(t *testing.T) {
 	_, err := tb.Put(ctx, stTicket{Team: "T1", Status: "open", ID: "1", Created: stNow})
 	require.NoError(t, err)
 
-	_, err = NewConsumer(tb, sc, &stFailingCheckpoints{failRead: true}).Poll(ctx)
+	_, err = newConsumer(t, tb, sc, &stFailingCheckpoints{failRead: true}).Poll(ctx)
 	require.ErrorIs(t, err, errStCheckpoint)
 	require.ErrorContains(t, err, "read checkpoint")
 
 	cp := &stFailingCheckpoints{failWrite: true}
-	st, err := NewConsumer(tb, sc, cp).Poll(ctx)
+	st, err := newConsumer(t, tb, sc, cp).Poll(ctx)
 	require.ErrorIs(t, err, errStCheckpoint)
 	require.ErrorContains(t, err, "write checkpoint")
 	require.Equal(t, 1, st.Changes, "the batch was applied, then its checkpoint failed")
 
 	for call, msg := range map[string]string{"ListStreams": "list streams", "GetShardIterator": "shard iterator", "GetRecords": "read shard"} {
-		_, err = NewConsumer(tb, &stFaultyStreams{StreamsAPI: sc, fail: call}, &MemoryCheckpoints{}).Poll(ctx)
+		_, err = newConsumer(t, tb, &stFaultyStreams{StreamsAPI: sc, fail: call}, &MemoryCheckpoints{}).Poll(ctx)
 		require.ErrorIs(t, err, errStInjected, call)
 		require.ErrorContains(t, err, msg)
 	}
@@ -404,7 +404,7 @@ func TestStreamConsumerErrors(t *testing.T) {
 	mm, err := ddbindex.New[stMismatch](c, func(o *ddbindex.Options) { o.TableName = func(string) string { return tb.TableName() } })
 	require.NoError(t, err)
 	mcp := &MemoryCheckpoints{}
-	_, err = NewConsumer(mm, sc, mcp).Poll(ctx)
+	_, err = newConsumer(t, mm, sc, mcp).Poll(ctx)
 	require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
 	require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, "the cause: the image does not fit the model")
 	require.Equal(t, "DDBX-701", ddbindex.Code(err))
@@ -413,7 +413,7 @@ func TestStreamConsumerErrors(t *testing.T) {
 
 	// A table without a stream.
 	plain, _ := newTestTable[stPlainNote](t) // no index table: created without a stream
-	_, err = NewConsumer(plain, sc, &MemoryCheckpoints{}).Poll(ctx)
+	_, err = newConsumer(t, plain, sc, &MemoryCheckpoints{}).Poll(ctx)
 	require.ErrorContains(t, err, "has no stream")
 	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 }
@@ -428,9 +428,9 @@ func TestConsumerMisuse(t *testing.T) {
 	for name, c := range map[string]*Consumer[stTicket]{
 		"nil":               nilConsumer,
 		"zero":              {},
-		"no table":          NewConsumer[stTicket](nil, &stShardStreams{}, &MemoryCheckpoints{}),
-		"no Streams client": NewConsumer(tb, nil, &MemoryCheckpoints{}),
-		"no checkpoints":    NewConsumer(tb, &stShardStreams{}, nil),
+		"no table":          newConsumer[stTicket](t, nil, &stShardStreams{}, &MemoryCheckpoints{}),
+		"no Streams client": newConsumer(t, tb, nil, &MemoryCheckpoints{}),
+		"no checkpoints":    newConsumer(t, tb, &stShardStreams{}, nil),
 	} {
 		_, err := c.Poll(t.Context())
 		require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, name)
@@ -474,7 +474,7 @@ func TestStreamShardOrder(t *testing.T) {
 		{sh("child-a", "root"), sh("orphan", "trimmed-away")},
 		{sh("root", "")},
 	}}
-	cons := NewConsumer(tb, api, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn"}))
+	cons := newConsumer(t, tb, api, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn"}))
 	shards, err := cons.shards(t.Context(), "arn")
 	require.NoError(t, err)
 	pos := map[string]int{}
@@ -487,7 +487,7 @@ func TestStreamShardOrder(t *testing.T) {
 	require.Less(t, pos["child-a"], pos["grandchild"])
 
 	cyc := &stShardStreams{pages: [][]streamtypes.Shard{{sh("a", "b"), sh("b", "a")}}}
-	_, err = NewConsumer(tb, cyc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn"})).shards(t.Context(), "arn")
+	_, err = newConsumer(t, tb, cyc, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn"})).shards(t.Context(), "arn")
 	require.ErrorContains(t, err, "cycle")
 
 	// Defaults.
@@ -557,7 +557,7 @@ func TestConsumerClientOptions(t *testing.T) {
 	tb, _ := newTestTable[stTicket](t, stFixedNow)
 	n := stWorkload(t, tb, "T1")
 	var writes, reads opCounter
-	cons := NewConsumer(tb, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, func(o *ConsumerOptions) {
+	cons := newConsumer(t, tb, ddbtest.StreamsClient(t), &MemoryCheckpoints{}, func(o *ConsumerOptions) {
 		o.ClientOptions = append(o.ClientOptions, writes.dynamodb)
 		o.StreamsClientOptions = append(o.StreamsClientOptions, reads.streams)
 	})

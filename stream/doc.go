@@ -40,6 +40,9 @@
 // (a *ddbindex.Error: a failed call to DynamoDB Streams, the checkpoint
 // store or the lease store), [ddbindex.ErrSchemaMismatch] (a table without
 // a stream), [ddbindex.ErrMalformedItem] (a damaged item of
-// DynamoDBCheckpoints) and [ddbindex.ErrInvalidWrite] (a consumer, handler,
-// event or store without its parts); [ddbindex.Code] gives their codes.
+// DynamoDBCheckpoints), [ddbindex.ErrInvalidWrite] (a consumer, handler,
+// event or store without its parts) and [ddbindex.ErrDeclaration] (options
+// NewConsumer or NewLambdaHandler cannot honour: a nil option function, a
+// negative or out-of-range value; 0 means the default); [ddbindex.Code]
+// gives their codes.
 package stream

@@ -111,7 +111,7 @@ func stErrCases() []stErrCase {
 			fs.trim("s1", 2)
 			cp := &MemoryCheckpoints{}
 			require.NoError(t, cp.SetCheckpoint(t.Context(), "s1", fs.seqs("s1")[0]))
-			_, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
+			_, err := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
 			var trimmed *streamtypes.TrimmedDataAccessException
 			require.ErrorAs(t, err, &trimmed, "the cause")
 			return err
@@ -120,7 +120,7 @@ func stErrCases() []stErrCase {
 			tb, fs := fsSetup(t)
 			fs.shard("s1", "")
 			fs.addRaw("s1", streamtypes.Record{EventName: "UPSERT"})
-			_, err := NewConsumer(tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
+			_, err := newConsumer(t, tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
 			return err
 		}},
 		{"ChangeFromRecord of a record without a sequence number", "ErrStreamRecord", nil, func(t *testing.T) error {
@@ -137,7 +137,7 @@ func stErrCases() []stErrCase {
 		{"a table without a stream", "ErrSchemaMismatch", new(*schema.Error), func(t *testing.T) error {
 			tb, err := ddbindex.New[stTicket](nil)
 			require.NoError(t, err)
-			_, err = NewConsumer(tb, stNoStreams{}, &MemoryCheckpoints{}).Poll(t.Context())
+			_, err = newConsumer(t, tb, stNoStreams{}, &MemoryCheckpoints{}).Poll(t.Context())
 			return err
 		}},
 		{"ApplyLambdaEvent without a table", "ErrInvalidWrite", nil, func(t *testing.T) error {
@@ -150,7 +150,7 @@ func stErrCases() []stErrCase {
 			it := fsTicket(1)
 			fs.add(t, "s1", nil, &it)
 			fs.failNext("GetRecords", &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no", Fault: smithy.FaultClient})
-			_, err := NewConsumer(tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
+			_, err := newConsumer(t, tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
 			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "GetRecords", ce.Op)
@@ -164,7 +164,7 @@ func stErrCases() []stErrCase {
 			fs.shard("s1", "")
 			it := fsTicket(1)
 			fs.add(t, "s1", nil, &it)
-			_, err := NewConsumer(tb, fs, stUnreachableCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
+			_, err := newConsumer(t, tb, fs, stUnreachableCheckpoints{}, with(ConsumerOptions{Retry: fast})).Poll(t.Context())
 			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "Checkpoint", ce.Op)
@@ -178,7 +178,7 @@ func stErrCases() []stErrCase {
 				{ShardId: aws.String("a"), ParentShardId: aws.String("b")},
 				{ShardId: aws.String("b"), ParentShardId: aws.String("a")},
 			}}}
-			_, err = NewConsumer(tb, api, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:stream"})).Poll(t.Context())
+			_, err = newConsumer(t, tb, api, &MemoryCheckpoints{}, with(ConsumerOptions{StreamARN: "arn:stream"})).Poll(t.Context())
 			var ce *ddbindex.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "DescribeStream", ce.Op)

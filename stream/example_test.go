@@ -35,13 +35,16 @@ func ExampleNewConsumer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cons := stream.NewConsumer(notes, streams, &stream.MemoryCheckpoints{}, func(o *stream.ConsumerOptions) {
+	cons, err := stream.NewConsumer(notes, streams, &stream.MemoryCheckpoints{}, func(o *stream.ConsumerOptions) {
 		o.PollInterval = 2 * time.Second
 		o.OnPoison = func(ctx context.Context, r stream.PoisonRecord) error {
 			log.Printf("skipping %s: %v", r.SequenceNumber, r.Err) // store r.Record to repair it
 			return nil
 		}
 	})
+	if err != nil { // options it cannot honour: ddbindex.ErrDeclaration
+		log.Fatal(err)
+	}
 	if err := cons.Run(ctx); err != nil {
 		log.Print(err)
 	}
@@ -105,13 +108,16 @@ func ExampleNewLambdaHandler() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h := stream.NewLambdaHandler(notes, func(o *stream.LambdaOptions) {
+	h, err := stream.NewLambdaHandler(notes, func(o *stream.LambdaOptions) {
 		o.OnBatch = func(_ context.Context, r stream.BatchResult) {
 			if r.Err != nil {
 				log.Printf("%d of %d records to retry: %v", r.Failed, r.Records, r.Err)
 			}
 		}
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	_ = h.Handle // lambda.Start(h.Handle)
 }
 
@@ -127,9 +133,12 @@ func ExampleDynamoDBCheckpoints() {
 		log.Fatal(err)
 	}
 	store := &stream.DynamoDBCheckpoints{Client: db, Table: "control", Name: notes.TableName()}
-	cons := stream.NewConsumer(notes, streams, store, func(o *stream.ConsumerOptions) {
+	cons, err := stream.NewConsumer(notes, streams, store, func(o *stream.ConsumerOptions) {
 		o.Leases = store
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := cons.Run(ctx); err != nil { // releases its leases when ctx ends
 		log.Print(err)
 	}

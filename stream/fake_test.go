@@ -444,7 +444,7 @@ func TestConsumerEmptyPagesDoNotStall(t *testing.T) {
 	}
 
 	cp := &MemoryCheckpoints{}
-	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast}))
+	cons := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast}))
 	require.Equal(t, 3, cons.opts.MaxEmptyReads, "the default")
 	var applied []int
 	for range 3 {
@@ -503,7 +503,7 @@ func TestConsumerClosedShards(t *testing.T) {
 	fs.add(t, "orphan", nil, &o)
 
 	cp := &MemoryCheckpoints{}
-	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast}))
+	cons := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 6, st.Changes)
@@ -526,7 +526,7 @@ func TestConsumerClosedShards(t *testing.T) {
 
 	// A new consumer with the same checkpoints opens the closed shard once,
 	// after its checkpoint, finds its end, and applies nothing again.
-	again := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast}))
+	again := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast}))
 	for range 2 {
 		st, err = again.Poll(ctx)
 		require.NoError(t, err)
@@ -557,7 +557,7 @@ func TestConsumerClosedShardLongEnd(t *testing.T) {
 	a2.Title = "child"
 	fs.add(t, "child", &a, &a2)
 
-	cons := NewConsumer(tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast}))
+	cons := newConsumer(t, tb, fs, &MemoryCheckpoints{}, with(ConsumerOptions{Retry: fast}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Changes, "the parent's record; 3 of its 5 empty pages end the pass")
@@ -587,7 +587,7 @@ func TestConsumerChildWaitsForParent(t *testing.T) {
 	fs.add(t, "child", &a, &a2)
 
 	cp := &MemoryCheckpoints{}
-	_, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(ctx)
+	_, err := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(ctx)
 	var perr *PoisonRecordError
 	require.ErrorAs(t, err, &perr)
 	require.Equal(t, bad, perr.SequenceNumber)
@@ -598,7 +598,7 @@ func TestConsumerChildWaitsForParent(t *testing.T) {
 	require.Empty(t, fs.opens("child"), "the child was not read while its parent was not drained")
 
 	var skipped []PoisonRecord
-	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
+	cons := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
 		skipped = append(skipped, r)
 		return nil
 	}}))
@@ -626,7 +626,7 @@ func TestConsumerExpiredIterator(t *testing.T) {
 	fs.expireOnCall = 3 // the third read finds every iterator expired
 	fs.mu.Unlock()
 	cp := &MemoryCheckpoints{}
-	cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{BatchSize: 3, Retry: fast}))
+	cons := newConsumer(t, tb, fs, cp, with(ConsumerOptions{BatchSize: 3, Retry: fast}))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 10, st.Changes)
@@ -685,7 +685,7 @@ func TestConsumerTrimmedRecords(t *testing.T) {
 		fs.trim("s1", 5) // records 2, 3 and 4 were never applied
 
 		for range 2 { // and again: it does not go away by itself
-			st, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(ctx)
+			st, err := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast})).Poll(ctx)
 			require.Zero(t, st)
 			var gap *GapError
 			require.ErrorAs(t, err, &gap)
@@ -703,13 +703,13 @@ func TestConsumerTrimmedRecords(t *testing.T) {
 
 		// The hook stops the consumer: both errors.
 		errHook := errors.New("gap store unavailable")
-		_, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(context.Context, Gap) error { return errHook }})).Poll(ctx)
+		_, err := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(context.Context, Gap) error { return errHook }})).Poll(ctx)
 		require.ErrorIs(t, err, ddbindex.ErrStreamGap)
 		require.ErrorIs(t, err, errHook)
 
 		// The hook records the gap and lets the consumer read on.
 		var gaps []Gap
-		cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(_ context.Context, g Gap) error {
+		cons := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(_ context.Context, g Gap) error {
 			gaps = append(gaps, g)
 			return nil
 		}}))
@@ -737,7 +737,7 @@ func TestConsumerTrimmedRecords(t *testing.T) {
 		seqs := fs.seqs("s1")
 		cp := &MemoryCheckpoints{}
 		var gaps []Gap
-		cons := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(_ context.Context, g Gap) error {
+		cons := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast, OnGap: func(_ context.Context, g Gap) error {
 			gaps = append(gaps, g)
 			return nil
 		}}))
@@ -783,7 +783,7 @@ func TestConsumerRetriesTransientStreamErrors(t *testing.T) {
 		retried[op]++
 	}
 	cp := &MemoryCheckpoints{}
-	cons := NewConsumer(tb, fs, cp, with(opts))
+	cons := newConsumer(t, tb, fs, cp, with(opts))
 	st, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 6, st.Changes)
@@ -832,7 +832,8 @@ func TestConsumerRunSurvivesTransientErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- NewConsumer(tb, fs, cp, with(opts)).Run(ctx) }()
+	cons := newConsumer(t, tb, fs, cp, with(opts))
+	go func() { done <- cons.Run(ctx) }()
 	awaitApplied(t, cp.reached, done, "the records")
 	cancel()
 	require.ErrorIs(t, awaitReturn(t, done), context.Canceled)
@@ -891,7 +892,7 @@ func TestConsumerParallelApply(t *testing.T) {
 			}
 			seqs := fs.seqs("s1")
 			cp := &fsRecordingCheckpoints{}
-			st, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Workers: workers, CheckpointEvery: 10, Retry: fast})).Poll(ctx)
+			st, err := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Workers: workers, CheckpointEvery: 10, Retry: fast})).Poll(ctx)
 			require.NoError(t, err)
 			require.Equal(t, len(seqs), st.Changes)
 			require.Zero(t, st.Stale, "no change of an item was applied after a newer one")

@@ -172,7 +172,7 @@ func TestConsumerUnderFaults(t *testing.T) {
 			retryOpts := cfRetry
 			retryOpts.OnRetry = log.OnRetry
 			cp := &MemoryCheckpoints{}
-			st, failed := cfConverge(t, NewConsumer(faulty, sc, cp, func(o *ConsumerOptions) {
+			st, failed := cfConverge(t, newConsumer(t, faulty, sc, cp, func(o *ConsumerOptions) {
 				o.BatchSize = 50
 				o.Retry = retryOpts
 			}), cp, last)
@@ -246,7 +246,7 @@ func TestConsumerKillAndRestart(t *testing.T) {
 			opts := func(o *ConsumerOptions) {
 				o.Workers, o.CheckpointEvery, o.Retry = workers, 10, cfRetry
 			}
-			st1, err := NewConsumer(dying, sc, cp, opts).Poll(ctx)
+			st1, err := newConsumer(t, dying, sc, cp, opts).Poll(ctx)
 			require.ErrorIs(t, err, context.Canceled)
 			require.NotNil(t, kill.killed.Load(), "killed mid-batch")
 			killedAt := seqIndex[*kill.killed.Load()]
@@ -261,7 +261,7 @@ func TestConsumerKillAndRestart(t *testing.T) {
 			}
 			t.Logf("killed at record %d of %d; checkpointed %d; first consumer %+v", killedAt, n, done, st1)
 
-			st2, err := NewConsumer(plain, sc, cp, opts).Poll(t.Context())
+			st2, err := newConsumer(t, plain, sc, cp, opts).Poll(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, n-done, st2.Changes, "every record after the checkpoint, once; none before it")
 			require.Positive(t, st2.Stale, "the write made at the kill is re-applied as stale")

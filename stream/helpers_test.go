@@ -260,3 +260,21 @@ func stCheckIndexes(t testing.TB, tb *ddbindex.Table[stTicket], team string) {
 		return a.Created.Compare(b.Created)
 	}), "by_status order")
 }
+
+// newConsumer is NewConsumer for the tests whose options are valid: it
+// fails the test when NewConsumer refuses them.
+func newConsumer[T any](t testing.TB, tb *ddbindex.Table[T], api StreamsAPI, cp Checkpoints, optFns ...func(*ConsumerOptions)) *Consumer[T] {
+	t.Helper()
+	c, err := NewConsumer(tb, api, cp, optFns...)
+	require.NoError(t, err)
+	return c
+}
+
+// newLambdaHandler is NewLambdaHandler for the tests whose options are
+// valid: it fails the test when NewLambdaHandler refuses them.
+func newLambdaHandler[T any](t testing.TB, tb *ddbindex.Table[T], optFns ...func(*LambdaOptions)) *LambdaHandler[T] {
+	t.Helper()
+	h, err := NewLambdaHandler(tb, optFns...)
+	require.NoError(t, err)
+	return h
+}

@@ -98,7 +98,7 @@ func TestConsumerImagesThatDoNotFit(t *testing.T) {
 			seqs := fs.seqs("s0")
 
 			cp := &MemoryCheckpoints{}
-			st, err := NewConsumer(tb, fs, cp, with(ConsumerOptions{Workers: 1, Retry: fast})).Poll(ctx)
+			st, err := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Workers: 1, Retry: fast})).Poll(ctx)
 			var perr *PoisonRecordError
 			require.ErrorAs(t, err, &perr)
 			require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
@@ -111,7 +111,7 @@ func TestConsumerImagesThatDoNotFit(t *testing.T) {
 			require.Equal(t, seqs[k-1], checkpointOf(t, cp, "s0"))
 
 			var seen []PoisonRecord
-			skip := NewConsumer(tb, fs, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
+			skip := newConsumer(t, tb, fs, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
 				seen = append(seen, r)
 				return nil
 			}}))
@@ -145,7 +145,7 @@ func TestLambdaHandlerImagesThatDoNotFit(t *testing.T) {
 			fs.mu.Unlock()
 			ev := lmEvent(t, recs)
 
-			r, err := NewLambdaHandler(tb, func(o *LambdaOptions) { o.Retry, o.Workers = fast, 1 }).Apply(ctx, ev)
+			r, err := newLambdaHandler(t, tb, func(o *LambdaOptions) { o.Retry, o.Workers = fast, 1 }).Apply(ctx, ev)
 			require.NoError(t, err)
 			require.Equal(t, lmSeqs(ev)[k:], lmReported(r.Response))
 			require.Equal(t, k, r.Stats.Changes)
@@ -157,7 +157,7 @@ func TestLambdaHandlerImagesThatDoNotFit(t *testing.T) {
 			require.Equal(t, ev.Records[k].Change.SequenceNumber, perr.SequenceNumber)
 
 			var seen []PoisonRecord
-			skip := NewLambdaHandler(tb, func(o *LambdaOptions) {
+			skip := newLambdaHandler(t, tb, func(o *LambdaOptions) {
 				o.Retry = fast
 				o.OnPoison = func(_ context.Context, r PoisonRecord) error {
 					seen = append(seen, r)

@@ -113,17 +113,33 @@ type LambdaHandler[T any] struct {
 
 // NewLambdaHandler returns a handler that applies stream records to t's
 // index tables. Each optFn sets options (see [LambdaOptions]), in order.
-func NewLambdaHandler[T any](t *ddbindex.Table[T], optFns ...func(*LambdaOptions)) *LambdaHandler[T] {
+// Options it cannot honour — a nil option function, a nil entry of
+// ClientOptions, a negative value — fail with an error matching
+// [ddbindex.ErrDeclaration] (code DDBX-100) that names the option; 0 means
+// the default. A nil t is not refused here: Handle and Apply fail with an
+// error matching [ddbindex.ErrInvalidWrite].
+func NewLambdaHandler[T any](t *ddbindex.Table[T], optFns ...func(*LambdaOptions)) (*LambdaHandler[T], error) {
+	const fn = "NewLambdaHandler"
 	var opts LambdaOptions
-	for _, fn := range optFns {
-		if fn != nil {
-			fn(&opts)
-		}
+	if err := applyOptions(fn, &opts, optFns); err != nil {
+		return nil, err
 	}
-	if opts.Workers <= 0 {
+	if opts.Workers < 0 {
+		return nil, negativeOption(fn, "LambdaOptions.Workers", int64(opts.Workers), defaultWorkers)
+	}
+	if opts.StopBefore < 0 {
+		return nil, negativeOption(fn, "LambdaOptions.StopBefore", int64(opts.StopBefore), defaultStopBefore)
+	}
+	if err := checkRetry(fn, "LambdaOptions.Retry", opts.Retry); err != nil {
+		return nil, err
+	}
+	if err := nilEntry(fn, "LambdaOptions.ClientOptions", opts.ClientOptions); err != nil {
+		return nil, err
+	}
+	if opts.Workers == 0 {
 		opts.Workers = defaultWorkers
 	}
-	if opts.StopBefore <= 0 {
+	if opts.StopBefore == 0 {
 		opts.StopBefore = defaultStopBefore
 	}
 	r := retry.Options(opts.Retry).WithDefaults()
@@ -138,7 +154,7 @@ func NewLambdaHandler[T any](t *ddbindex.Table[T], optFns ...func(*LambdaOptions
 		table = t.TableName()
 	}
 	c := &Consumer[T]{t: t, retry: r, opts: copts, tel: newTelemetry(table, &copts)}
-	return &LambdaHandler[T]{c: c, opts: opts}
+	return &LambdaHandler[T]{c: c, opts: opts}, nil
 }
 
 // Handle applies one event and answers Lambda: the records to retry in

@@ -115,7 +115,7 @@ func TestLambdaHandlerBatches(t *testing.T) {
 	n := len(recs)
 	var batches []BatchResult
 	var mu sync.Mutex
-	h := NewLambdaHandler(tb, func(o *LambdaOptions) {
+	h := newLambdaHandler(t, tb, func(o *LambdaOptions) {
 		o.Retry = fast
 		o.OnBatch = func(_ context.Context, r BatchResult) {
 			mu.Lock()
@@ -192,7 +192,7 @@ func TestLambdaHandlerPartialFailure(t *testing.T) {
 				fault.failing.Store(true)
 				faulty, _ := cfIndexTables(t, tb, fault, "faulty")
 				var retries atomic.Int64
-				h := NewLambdaHandler(faulty, func(o *LambdaOptions) {
+				h := newLambdaHandler(t, faulty, func(o *LambdaOptions) {
 					o.Workers, o.Retry = workers, fast
 					o.Retry.OnRetry = func(string, int, error) { retries.Add(1) }
 				})
@@ -272,7 +272,7 @@ func TestLambdaHandlerPoisonRecord(t *testing.T) {
 			}
 			want := fsWant(t, tb, append(fs.changes(t, "s0", 0, k), fs.changes(t, "s0", k+1, n)...)...)
 
-			h := NewLambdaHandler(tb, func(o *LambdaOptions) { o.Retry, o.Workers = fast, 1 })
+			h := newLambdaHandler(t, tb, func(o *LambdaOptions) { o.Retry, o.Workers = fast, 1 })
 			r, err := h.Apply(ctx, ev)
 			require.NoError(t, err)
 			require.Equal(t, lmSeqs(ev)[k:], lmReported(r.Response))
@@ -293,7 +293,7 @@ func TestLambdaHandlerPoisonRecord(t *testing.T) {
 
 			// With OnPoison the record is handed over and skipped.
 			var got []PoisonRecord
-			skip := NewLambdaHandler(tb, func(o *LambdaOptions) {
+			skip := newLambdaHandler(t, tb, func(o *LambdaOptions) {
 				o.Retry = fast
 				o.OnPoison = func(_ context.Context, p PoisonRecord) error {
 					got = append(got, p)
@@ -324,7 +324,7 @@ func TestLambdaHandlerWholeBatchFailures(t *testing.T) {
 	ctx := t.Context()
 	tb, _, recs := lmFake(t, 2)
 
-	_, err := NewLambdaHandler[stTicket](nil).Handle(ctx, lmEvent(t, recs))
+	_, err := newLambdaHandler[stTicket](t, nil).Handle(ctx, lmEvent(t, recs))
 	require.ErrorIs(t, err, ddbindex.ErrInvalidWrite)
 	var nilHandler *LambdaHandler[stTicket]
 	_, err = nilHandler.Handle(ctx, lmEvent(t, recs))
@@ -332,7 +332,7 @@ func TestLambdaHandlerWholeBatchFailures(t *testing.T) {
 
 	ev := lmEvent(t, recs)
 	ev.Records[3].Change.SequenceNumber = ""
-	h := NewLambdaHandler(tb, func(o *LambdaOptions) { o.Retry, o.Workers = fast, 1 })
+	h := newLambdaHandler(t, tb, func(o *LambdaOptions) { o.Retry, o.Workers = fast, 1 })
 	resp, err := h.Handle(ctx, ev)
 	require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
 	require.ErrorIs(t, err, ddbindex.ErrStreamRecord)
@@ -342,7 +342,7 @@ func TestLambdaHandlerWholeBatchFailures(t *testing.T) {
 	fresh := stFresh(t, tb, "late")
 	late, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	r, err := NewLambdaHandler(fresh, func(o *LambdaOptions) { o.Retry, o.StopBefore = fast, time.Hour }).Apply(late, lmEvent(t, recs))
+	r, err := newLambdaHandler(t, fresh, func(o *LambdaOptions) { o.Retry, o.StopBefore = fast, time.Hour }).Apply(late, lmEvent(t, recs))
 	require.NoError(t, err)
 	require.Equal(t, lmSeqs(lmEvent(t, recs)), lmReported(r.Response))
 	require.ErrorIs(t, r.Err, context.DeadlineExceeded)
@@ -372,7 +372,7 @@ func TestLambdaHandlerRealStream(t *testing.T) {
 	forward, err := ref.Apply(ctx, toChanges(t, recs))
 	require.NoError(t, err)
 	fresh := stFresh(t, tb, "lambda")
-	h := NewLambdaHandler(fresh)
+	h := newLambdaHandler(t, fresh)
 	var total ddbindex.ApplyStats
 	for i := 0; i < n; i += 25 {
 		r, err := h.Apply(ctx, lmEvent(t, recs[i:min(i+25, n)]))

@@ -56,8 +56,8 @@ func lsWork(t *testing.T, fs *fsStream, shard string, k, round int, live map[int
 
 // lsConsumer returns a consumer of the fake stream with checkpoints in cp,
 // and leases in cp too when leases is set, on the test clock.
-func lsConsumer(tb *ddbindex.Table[stTicket], fs StreamsAPI, cp *DynamoDBCheckpoints, owner string, leases bool, clock *testClock, more ...func(*ConsumerOptions)) *Consumer[stTicket] {
-	return NewConsumer(tb, fs, cp, append([]func(*ConsumerOptions){func(o *ConsumerOptions) {
+func lsConsumer(t testing.TB, tb *ddbindex.Table[stTicket], fs StreamsAPI, cp *DynamoDBCheckpoints, owner string, leases bool, clock *testClock, more ...func(*ConsumerOptions)) *Consumer[stTicket] {
+	return newConsumer(t, tb, fs, cp, append([]func(*ConsumerOptions){func(o *ConsumerOptions) {
 		o.Retry, o.LeaseOwner, o.Now = fast, owner, clock.Now
 		if leases {
 			o.Leases = cp
@@ -103,8 +103,8 @@ func TestConsumersShareShards(t *testing.T) {
 			}
 			cp := newControlTable(t, "tickets")
 			clock := newTestClock()
-			a := lsConsumer(tb, fs, cp, "A", leases, clock)
-			b := lsConsumer(tb, fs, cp, "B", leases, clock)
+			a := lsConsumer(t, tb, fs, cp, "A", leases, clock)
+			b := lsConsumer(t, tb, fs, cp, "B", leases, clock)
 			// Both start: A takes every shard; B's heartbeat halves A's
 			// share, A releases the last two, B takes them.
 			for _, c := range []*Consumer[stTicket]{a, b, a, b} {
@@ -179,8 +179,8 @@ func TestConsumerLeaseTakeover(t *testing.T) {
 	}
 	cp := newControlTable(t, "tickets")
 	clock := newTestClock()
-	a := lsConsumer(tb, fs, cp, "A", true, clock)
-	b := lsConsumer(tb, fs, cp, "B", true, clock)
+	a := lsConsumer(t, tb, fs, cp, "A", true, clock)
+	b := lsConsumer(t, tb, fs, cp, "B", true, clock)
 	live := map[int]*stTicket{}
 	count := map[string]int{}
 	round := func(r int) int {
@@ -233,7 +233,7 @@ func TestConsumerLeaseTakeover(t *testing.T) {
 	// out; a released consumer leaves nothing behind.
 	require.NoError(t, a.ReleaseLeases(ctx))
 	require.Equal(t, map[string][]string{"B": {"s0"}}, lsHeld(t, cp))
-	c := lsConsumer(tb, fs, cp, "C", true, clock)
+	c := lsConsumer(t, tb, fs, cp, "C", true, clock)
 	_ = poll(c) // C's heartbeat
 	clock.Add(2*a.opts.LeaseDuration + time.Second)
 	_ = poll(b) // renews B's; C's ran out a lease duration ago
@@ -284,7 +284,7 @@ func TestConsumerLeaseLostMidShard(t *testing.T) {
 	}
 	cp := newControlTable(t, "tickets")
 	clock := newTestClock()
-	b := lsConsumer(tb, fs, cp, "B", true, clock, func(o *ConsumerOptions) { o.BatchSize = 2 })
+	b := lsConsumer(t, tb, fs, cp, "B", true, clock, func(o *ConsumerOptions) { o.BatchSize = 2 })
 	var stB ddbindex.ApplyStats
 	slow := &lsHookStreams{StreamsAPI: fs, at: 3, hook: func() {
 		// A is between its second and third page when its lease runs out
@@ -294,7 +294,7 @@ func TestConsumerLeaseLostMidShard(t *testing.T) {
 		stB, err = b.Poll(ctx)
 		require.NoError(t, err)
 	}}
-	a := lsConsumer(tb, slow, cp, "A", true, clock, func(o *ConsumerOptions) { o.BatchSize = 2 })
+	a := lsConsumer(t, tb, slow, cp, "A", true, clock, func(o *ConsumerOptions) { o.BatchSize = 2 })
 	stA, err := a.Poll(ctx)
 	require.NoError(t, err)
 	t.Logf("%d records: A applied %d, B %d (%d stale writes)", n, stA.Changes, stB.Changes, stA.Stale+stB.Stale)
@@ -329,8 +329,8 @@ func TestConsumerLeasesEndedShards(t *testing.T) {
 	fs.add(t, "child", &a0, &a1)
 	cp := newControlTable(t, "tickets")
 	clock := newTestClock()
-	a := lsConsumer(tb, fs, cp, "A", true, clock)
-	b := lsConsumer(tb, fs, cp, "B", true, clock)
+	a := lsConsumer(t, tb, fs, cp, "A", true, clock)
+	b := lsConsumer(t, tb, fs, cp, "B", true, clock)
 
 	st, err := a.Poll(ctx)
 	require.NoError(t, err)
@@ -370,7 +370,7 @@ func TestConsumerRunReleasesLeases(t *testing.T) {
 	clock := newTestClock()
 	// Checkpoints through a signal, leases in cp itself.
 	sig := newSignalCheckpoints(cp, func(shard, _ string) bool { return shard == "s0" })
-	a := NewConsumer(tb, fs, sig, func(o *ConsumerOptions) {
+	a := newConsumer(t, tb, fs, sig, func(o *ConsumerOptions) {
 		o.Retry, o.LeaseOwner, o.Now, o.Leases, o.PollInterval = fast, "A", clock.Now, cp, 10*time.Millisecond
 	})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -504,7 +504,7 @@ func TestConsumerKillAndRestartDurable(t *testing.T) {
 				c := ddbtest.Client(t)
 				// Ground truth: the records applied once, in order.
 				ref := stFresh(t, tb, "want")
-				wantStats, err := NewConsumer(ref, api, &MemoryCheckpoints{}, func(o *ConsumerOptions) { o.Retry, o.Workers = cfRetry, 1 }).Poll(t.Context())
+				wantStats, err := newConsumer(t, ref, api, &MemoryCheckpoints{}, func(o *ConsumerOptions) { o.Retry, o.Workers = cfRetry, 1 }).Poll(t.Context())
 				require.NoError(t, err)
 				require.Equal(t, n, wantStats.Changes)
 				want := snapshot(t, ref)
@@ -524,7 +524,7 @@ func TestConsumerKillAndRestartDurable(t *testing.T) {
 						}
 					}
 				}
-				st1, err := NewConsumer(dying, api, store, opts("first")).Poll(ctx)
+				st1, err := newConsumer(t, dying, api, store, opts("first")).Poll(ctx)
 				require.ErrorIs(t, err, context.Canceled)
 				require.NotNil(t, kill.killed.Load(), "killed mid-batch")
 				done := checkpointed(t, store)
@@ -538,7 +538,7 @@ func TestConsumerKillAndRestartDurable(t *testing.T) {
 					clock.Add(time.Minute) // the dead consumer's leases run out
 				}
 				again := &DynamoDBCheckpoints{Client: c, Table: store.Table, Name: store.Name}
-				st2, err := NewConsumer(plain, api, again, opts("second")).Poll(t.Context())
+				st2, err := newConsumer(t, plain, api, again, opts("second")).Poll(t.Context())
 				require.NoError(t, err)
 				require.Equal(t, n-done, st2.Changes, "every record after the checkpoints, once; none before them")
 				require.Positive(t, st2.Stale, "the write made at the kill is re-applied as stale")
@@ -592,7 +592,7 @@ func TestConsumersShareRealStream(t *testing.T) {
 				} else {
 					api = &lsBarrierStreams{StreamsAPI: sc, b: opened}
 				}
-				c := NewConsumer(fresh, api, sig, func(o *ConsumerOptions) {
+				c := newConsumer(t, fresh, api, sig, func(o *ConsumerOptions) {
 					o.Retry, o.LeaseOwner, o.Now, o.Leases = fast, owner, clock.Now, ls
 				})
 				wg.Go(func() {

@@ -33,14 +33,19 @@ func TestNilSafety(t *testing.T) {
 	t.Parallel()
 	tb, err := ddbindex.New[nilItem](nil)
 	require.NoError(t, err)
+	built := func(v any, err error) any { // a constructor given valid options
+		t.Helper()
+		require.NoError(t, err)
+		return v
+	}
 	w := nilwalk.Walker{
 		Values: []any{
 			tb,
-			stream.NewConsumer[nilItem](nil, nil, nil),
-			stream.NewConsumer[nilItem](tb, nil, nil),
-			stream.NewConsumer(tb, nil, &stream.MemoryCheckpoints{}, func(o *stream.ConsumerOptions) { o.Leases = &stream.DynamoDBCheckpoints{} }),
-			stream.NewLambdaHandler[nilItem](nil),
-			stream.NewLambdaHandler(tb),
+			built(stream.NewConsumer[nilItem](nil, nil, nil)),
+			built(stream.NewConsumer[nilItem](tb, nil, nil)),
+			built(stream.NewConsumer(tb, nil, &stream.MemoryCheckpoints{}, func(o *stream.ConsumerOptions) { o.Leases = &stream.DynamoDBCheckpoints{} })),
+			built(stream.NewLambdaHandler[nilItem](nil)),
+			built(stream.NewLambdaHandler(tb)),
 			events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{}}},
 		},
 		Err: func(err error) bool { return ddbindex.Code(err) != "" },

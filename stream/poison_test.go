@@ -133,7 +133,7 @@ func TestConsumerPoisonRecords(t *testing.T) {
 
 			// Default policy, one record at a time.
 			cp := &MemoryCheckpoints{}
-			cons := NewConsumer(tb, sc, cp, with(ConsumerOptions{Workers: 1, Retry: fast}))
+			cons := newConsumer(t, tb, sc, cp, with(ConsumerOptions{Workers: 1, Retry: fast}))
 			for pass := range 2 {
 				st, err := cons.Poll(ctx)
 				var perr *PoisonRecordError
@@ -164,7 +164,7 @@ func TestConsumerPoisonRecords(t *testing.T) {
 			// records after the poison one may have been applied: into
 			// index tables of its own).
 			pcp := &MemoryCheckpoints{}
-			_, err := NewConsumer(psFresh(t, tb), sc, pcp, with(ConsumerOptions{Workers: 16, Retry: fast})).Poll(ctx)
+			_, err := newConsumer(t, psFresh(t, tb), sc, pcp, with(ConsumerOptions{Workers: 16, Retry: fast})).Poll(ctx)
 			var perr *PoisonRecordError
 			require.ErrorAs(t, err, &perr)
 			require.Equal(t, seq(2), perr.SequenceNumber)
@@ -173,7 +173,7 @@ func TestConsumerPoisonRecords(t *testing.T) {
 
 			// Skip and report.
 			var seen []PoisonRecord
-			skip := NewConsumer(tb, sc, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
+			skip := newConsumer(t, tb, sc, cp, with(ConsumerOptions{Retry: fast, OnPoison: func(_ context.Context, r PoisonRecord) error {
 				seen = append(seen, r)
 				return nil
 			}}))

@@ -66,13 +66,13 @@ func TestConsumerTelemetry(t *testing.T) {
 
 	// a and b are applied; the pass stops at the poison record.
 	cp := &MemoryCheckpoints{}
-	_, err := NewConsumer(tb, sc, cp, opts(false)).Poll(ctx)
+	_, err := newConsumer(t, tb, sc, cp, opts(false)).Poll(ctx)
 	require.ErrorIs(t, err, ddbindex.ErrPoisonRecord)
 	// The next consumer skips it, and applies c.
-	_, err = NewConsumer(tb, sc, cp, opts(true)).Poll(ctx)
+	_, err = newConsumer(t, tb, sc, cp, opts(true)).Poll(ctx)
 	require.NoError(t, err)
 	// A replay from the start finds a, b and c applied: stale.
-	st, err := NewConsumer(tb, sc, &MemoryCheckpoints{}, opts(true)).Poll(ctx)
+	st, err := newConsumer(t, tb, sc, &MemoryCheckpoints{}, opts(true)).Poll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, st.Changes)
 
@@ -185,12 +185,12 @@ func lambdaTelemetry(t *testing.T, kind string) {
 		}
 	}
 
-	r, err := NewLambdaHandler(tb, opts(false)).Apply(ctx, ev)
+	r, err := newLambdaHandler(t, tb, opts(false)).Apply(ctx, ev)
 	require.NoError(t, err)
 	require.Equal(t, lmSeqs(ev)[k:], lmReported(r.Response))
 	require.ErrorIs(t, r.Err, ddbindex.ErrPoisonRecord)
 	assert.Contains(t, r.Err.Error(), "of stream "+lmARN, "a Lambda record's error names its stream, as it has no shard")
-	r2, err := NewLambdaHandler(tb, opts(true)).Apply(ctx, lmRedeliver(t, ev, r.Response))
+	r2, err := newLambdaHandler(t, tb, opts(true)).Apply(ctx, lmRedeliver(t, ev, r.Response))
 	require.NoError(t, err)
 	require.Empty(t, r2.Response.BatchItemFailures)
 
@@ -234,7 +234,7 @@ func TestConsumerTracingOff(t *testing.T) {
 	lsWork(t, fs, "s0", 0, 0, map[int]*stTicket{})
 	h := oteltest.New(t)
 	ctx, app := h.TracerProvider.Tracer("app").Start(t.Context(), "app")
-	st, err := NewConsumer(tb, fs, &MemoryCheckpoints{}, func(o *ConsumerOptions) {
+	st, err := newConsumer(t, tb, fs, &MemoryCheckpoints{}, func(o *ConsumerOptions) {
 		o.Retry, o.TracerProvider = fast, tracenoop.NewTracerProvider()
 	}).Poll(ctx)
 	app.End()

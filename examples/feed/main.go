@@ -177,7 +177,10 @@ func run(ctx context.Context, w io.Writer, endpoint string, s settings) error {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName})
 		}
 	}()
-	consumer := stream.NewConsumer(feed, streams, &stream.MemoryCheckpoints{})
+	consumer, err := stream.NewConsumer(feed, streams, &stream.MemoryCheckpoints{})
+	if err != nil {
+		return err
+	}
 
 	all := posts()
 	for _, p := range all {

@@ -74,5 +74,5 @@ func newHandler(client ddbindex.Client, prefix string, logger *slog.Logger) (*st
 			}
 			logger.InfoContext(ctx, "batch applied", attrs...)
 		}
-	}), nil
+	})
 }
