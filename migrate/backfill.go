@@ -219,8 +219,11 @@ type BackfillProgress struct {
 //
 // An index that is not declared fails with [ddbindex.ErrInvalidQuery], the
 // base table and a table made by ddbindex.NewReadOnly with
-// [ddbindex.ErrUnsupported], options out of range (or a nil t or api) with
-// [ddbindex.ErrInvalidWrite] (all before any request), a base item whose
+// [ddbindex.ErrUnsupported], options it cannot honour (a nil option
+// function, a nil entry of ClientOptions, a value negative, NaN or out of
+// range; see [BackfillOptions.Validate]) with [ddbindex.ErrDeclaration], a
+// nil t or api with [ddbindex.ErrInvalidWrite] (all before any request), a
+// base item whose
 // keys cannot be derived with [ddbindex.ErrMalformedItem], and a failed call
 // (a canceled context included) with a [*ddbindex.Error]. The stats
 // count what was done up to the error.
@@ -232,10 +235,11 @@ type BackfillProgress struct {
 //	})
 func Backfill[T any](ctx context.Context, t *ddbindex.Table[T], api ScanAPI, index string, optFns ...func(*BackfillOptions)) (BackfillStats, error) {
 	var o BackfillOptions
-	for _, fn := range optFns {
-		if fn != nil {
-			fn(&o)
+	for i, fn := range optFns {
+		if fn == nil {
+			return BackfillStats{}, declarationErr("Backfill", "option function %d is nil", i)
 		}
+		fn(&o)
 	}
 	core, err := bridge.Backfiller(t, index)
 	if err != nil {
@@ -249,9 +253,10 @@ func Backfill[T any](ctx context.Context, t *ddbindex.Table[T], api ScanAPI, ind
 }
 
 // Validate reports whether Backfill takes o's Segment, TotalSegments,
-// Workers, PageSize and WriteUnitsPerSecond, as Backfill checks them before
-// any request: nil, or an error matching [ddbindex.ErrInvalidWrite] that
-// names the option, its value, and the rule it breaks. Callers that take
+// Workers, PageSize, WriteUnitsPerSecond, Retry and ClientOptions, as
+// Backfill checks them before any request: nil, or an error matching
+// [ddbindex.ErrDeclaration] (code DDBX-100) that names the option, its
+// value, and the rule it breaks. Callers that take
 // these options from elsewhere (a command line) check them with it before
 // anything else.
 func (o BackfillOptions) Validate() error {
@@ -259,16 +264,23 @@ func (o BackfillOptions) Validate() error {
 	return err
 }
 
-// invalid is an error of Backfill's arguments: ddbindex.ErrInvalidWrite.
+// invalid is an error of Backfill's arguments other than its options: a
+// nil client (ddbindex.ErrInvalidWrite).
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: Backfill: "+format, append([]any{ddbindex.ErrInvalidWrite}, args...)...)
+}
+
+// declarationErr is an error of a function's options, matching
+// ddbindex.ErrDeclaration: fn is the function, such as "NewRouter".
+func declarationErr(fn, format string, args ...any) error {
+	return fmt.Errorf("%w: migrate.%s: "+format, append([]any{ddbindex.ErrDeclaration, fn}, args...)...)
 }
 
 // check validates o's numbers, and returns o with its defaults filled in
 // and the TotalSegments of the scan.
 func (o BackfillOptions) check() (BackfillOptions, int32, error) {
 	bad := func(format string, args ...any) (BackfillOptions, int32, error) {
-		return o, 0, invalid(format, args...)
+		return o, 0, declarationErr("Backfill", "BackfillOptions."+format, args...)
 	}
 	if o.Workers == 0 {
 		o.Workers = 1
@@ -288,6 +300,15 @@ func (o BackfillOptions) check() (BackfillOptions, int32, error) {
 		return bad("WriteUnitsPerSecond %g: want a finite number, 0 (no cap) or more", o.WriteUnitsPerSecond)
 	case total <= 1 && o.Segment != 0:
 		return bad("Segment %d without TotalSegments: a Segment other than 0 needs a TotalSegments of 2 or more", o.Segment)
+	case o.Retry.MaxAttempts < 0:
+		return bad("Retry.MaxAttempts %d: it cannot be negative (0: the default, %d)", o.Retry.MaxAttempts, retry.DefaultAttempts)
+	case o.Retry.BaseDelay < 0:
+		return bad("Retry.BaseDelay %v: it cannot be negative (0: the default, %v)", o.Retry.BaseDelay, retry.DefaultBaseDelay)
+	case o.Retry.MaxDelay < 0:
+		return bad("Retry.MaxDelay %v: it cannot be negative (0: the default, %v)", o.Retry.MaxDelay, retry.DefaultMaxDelay)
+	}
+	if i := slices.IndexFunc(o.ClientOptions, func(fn func(*dynamodb.Options)) bool { return fn == nil }); i >= 0 {
+		return bad("ClientOptions[%d] is nil", i)
 	}
 	if total <= 1 {
 		total = int32(o.Workers)

@@ -203,8 +203,10 @@ func TestBackfillRefusals(t *testing.T) {
 	require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, "no ScanAPI")
 	_, err = migrate.Backfill(ctx, (*ddbindex.Table[bfPostGSI])(nil), bfFailingScan{}, "newest")
 	require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, "no Table")
-	_, err = migrate.Backfill(ctx, gsi, bfFailingScan{}, "newest", nil)
-	require.ErrorIs(t, err, ddbindex.ErrDynamoDB, "a nil option function is passed over")
+	_, err = migrate.Backfill(ctx, gsi, bfFailingScan{}, "newest", func(*migrate.BackfillOptions) {}, nil)
+	require.ErrorIs(t, err, ddbindex.ErrDeclaration, "a nil option function")
+	require.Equal(t, "DDBX-100", ddbindex.Code(err))
+	require.ErrorContains(t, err, "migrate.Backfill: option function 1 is nil")
 	for name, fn := range map[string]func(*migrate.BackfillOptions){
 		"negative Workers":             func(o *migrate.BackfillOptions) { o.Workers = -1 },
 		"negative PageSize":            func(o *migrate.BackfillOptions) { o.PageSize = -5 },
@@ -215,10 +217,13 @@ func TestBackfillRefusals(t *testing.T) {
 		"negative Segment":             func(o *migrate.BackfillOptions) { o.Segment, o.TotalSegments = -1, 4 },
 		"negative WriteUnitsPerSecond": func(o *migrate.BackfillOptions) { o.WriteUnitsPerSecond = -1 },
 		"NaN WriteUnitsPerSecond":      func(o *migrate.BackfillOptions) { o.WriteUnitsPerSecond = math.NaN() },
+		"negative Retry.MaxAttempts":   func(o *migrate.BackfillOptions) { o.Retry.MaxAttempts = -1 },
+		"nil ClientOptions entry":      func(o *migrate.BackfillOptions) { o.ClientOptions = []func(*dynamodb.Options){nil} },
 	} {
 		_, err = migrate.Backfill(ctx, gsi, bfFailingScan{}, "newest", fn)
-		require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, name)
-		require.Equal(t, "DDBX-603", ddbindex.Code(err), name)
+		require.True(t, errors.Is(err, ddbindex.ErrDeclaration), "%s: %v", name, err)
+		require.Equal(t, "DDBX-100", ddbindex.Code(err), name)
+		require.ErrorContains(t, err, "migrate.Backfill: BackfillOptions.", name)
 	}
 
 	// A read-only table's Backfill sends nothing.
@@ -263,10 +268,13 @@ func TestBackfillOptionsValidate(t *testing.T) {
 		{migrate.BackfillOptions{Segment: 3}, "Segment 3 without TotalSegments"},
 		{migrate.BackfillOptions{Segment: 5, TotalSegments: 2}, "Segment 5 with Workers 1 scans segments 5 to 5, not all within TotalSegments 2"},
 		{migrate.BackfillOptions{Segment: -1, TotalSegments: 4}, "Segment -1 with Workers 1"},
+		{migrate.BackfillOptions{Retry: ddbindex.RetryOptions{BaseDelay: -time.Second}}, "Retry.BaseDelay -1s: it cannot be negative"},
+		{migrate.BackfillOptions{Retry: ddbindex.RetryOptions{MaxDelay: -1}}, "Retry.MaxDelay -1ns: it cannot be negative"},
+		{migrate.BackfillOptions{ClientOptions: []func(*dynamodb.Options){func(*dynamodb.Options) {}, nil}}, "ClientOptions[1] is nil"},
 	} {
 		err := bad.o.Validate()
-		require.ErrorIs(t, err, ddbindex.ErrInvalidWrite, "%+v", bad.o)
-		require.Equal(t, "DDBX-603", ddbindex.Code(err))
+		require.ErrorIs(t, err, ddbindex.ErrDeclaration, "%+v", bad.o)
+		require.Equal(t, "DDBX-100", ddbindex.Code(err))
 		require.ErrorContains(t, err, bad.want)
 		require.ErrorContains(t, err, "Backfill: ", "the operator command words the rule after it")
 	}
@@ -291,7 +299,7 @@ func TestBackfillErrorsMatchOneSentinel(t *testing.T) {
 		as         any
 		call       func(t *testing.T) error
 	}{
-		{"Backfill options out of range", "ErrInvalidWrite", nil, func(t *testing.T) error {
+		{"Backfill options out of range", "ErrDeclaration", nil, func(t *testing.T) error {
 			tb, err := ddbindex.New[bfPostTable](nil)
 			require.NoError(t, err)
 			_, err = migrate.Backfill(t.Context(), tb, bfFailingScan{}, "newest", func(o *migrate.BackfillOptions) { o.Workers, o.TotalSegments = 4, 2 })

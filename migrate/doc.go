@@ -31,7 +31,9 @@
 // without a control table, or as a Router's Fallback.
 //
 // Every error the package returns matches one of package ddbindex's
-// sentinels: options and routes out of range [ddbindex.ErrInvalidQuery], a
-// malformed route item [ddbindex.ErrMalformedItem], a failed request a
-// [*ddbindex.Error].
+// sentinels: options NewRouter, NewShadows or Backfill cannot honour (a nil
+// option function or client, a value negative, NaN or out of range; 0 means
+// the default) [ddbindex.ErrDeclaration], routes out of range
+// [ddbindex.ErrInvalidQuery], a malformed route item
+// [ddbindex.ErrMalformedItem], a failed request a [*ddbindex.Error].
 package migrate

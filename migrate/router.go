@@ -120,19 +120,21 @@ type Router struct {
 }
 
 // NewRouter returns a Router over the control table that o names, with no
-// routes read yet: call [Router.Start], or [Router.Refresh]. Options out of
-// range fail with an error matching [ddbindex.ErrInvalidQuery].
+// routes read yet: call [Router.Start], or [Router.Refresh]. A nil api and
+// options it cannot honour (no ControlTable, a negative Refresh, an empty
+// name in Tables) fail with an error matching [ddbindex.ErrDeclaration]
+// (code DDBX-100) that names the option; 0 means the default.
 func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 	switch {
 	case api == nil:
-		return nil, fmt.Errorf("%w: migrate.NewRouter: no RouterAPI", ddbindex.ErrInvalidQuery)
+		return nil, declarationErr("NewRouter", "no RouterAPI (a nil client)")
 	case o.ControlTable == "":
-		return nil, fmt.Errorf("%w: migrate.NewRouter: RouterOptions.ControlTable names no control table", ddbindex.ErrInvalidQuery)
+		return nil, declarationErr("NewRouter", "RouterOptions.ControlTable names no control table")
 	case o.Refresh < 0:
-		return nil, fmt.Errorf("%w: migrate.NewRouter: RouterOptions.Refresh is %v; it cannot be negative (0 means the default, %v)", ddbindex.ErrInvalidQuery, o.Refresh, defaultRefresh)
+		return nil, declarationErr("NewRouter", "RouterOptions.Refresh is %v; it cannot be negative (0 means the default, %v)", o.Refresh, defaultRefresh)
 	}
-	if slices.Contains(o.Tables, "") {
-		return nil, fmt.Errorf("%w: migrate.NewRouter: RouterOptions.Tables holds an empty table name", ddbindex.ErrInvalidQuery)
+	if i := slices.Index(o.Tables, ""); i >= 0 {
+		return nil, declarationErr("NewRouter", "RouterOptions.Tables[%d] is an empty table name", i)
 	}
 	if o.Refresh == 0 {
 		o.Refresh = defaultRefresh

@@ -424,11 +424,16 @@ func TestNewRouterRefusals(t *testing.T) {
 		"negative Refresh": {ControlTable: "c", Refresh: -time.Second},
 		"an empty table":   {ControlTable: "c", Tables: []string{"t", ""}},
 	} {
-		_, err := NewRouter(api, o)
-		require.ErrorIs(t, err, ddbindex.ErrInvalidQuery, name)
+		r, err := NewRouter(api, o)
+		require.Nil(t, r, name)
+		require.True(t, errors.Is(err, ddbindex.ErrDeclaration), "%s: %v", name, err)
+		require.False(t, errors.Is(err, ddbindex.ErrInvalidQuery), name)
+		require.Equal(t, "DDBX-100", ddbindex.Code(err), name)
+		require.ErrorContains(t, err, "migrate.NewRouter: RouterOptions.", name)
 	}
 	_, err := NewRouter(nil, RouterOptions{ControlTable: "c"})
-	require.ErrorIs(t, err, ddbindex.ErrInvalidQuery)
+	require.ErrorIs(t, err, ddbindex.ErrDeclaration)
+	require.ErrorContains(t, err, "migrate.NewRouter: no RouterAPI")
 
 	r, err := NewRouter(api, RouterOptions{ControlTable: "c"})
 	require.NoError(t, err)

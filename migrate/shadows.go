@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -100,11 +99,13 @@ type Shadows struct {
 }
 
 // NewShadows returns the Shadows that o configures. A Rate that is not a
-// number from 0 to 1, or a negative MaxConcurrent, MaxReadUnits, Recheck or
-// Timeout, fails with an error matching [ddbindex.ErrInvalidQuery].
+// number from 0 to 1 (NaN included), a negative MaxConcurrent, Recheck or
+// Timeout, or a MaxReadUnits that is negative, NaN or infinite, fails with
+// an error matching [ddbindex.ErrDeclaration] (code DDBX-100) that names the
+// option; 0 means the default.
 func NewShadows(o ShadowOptions) (*Shadows, error) {
 	bad := func(format string, args ...any) (*Shadows, error) {
-		return nil, fmt.Errorf("%w: migrate.NewShadows: "+format, append([]any{ddbindex.ErrInvalidQuery}, args...)...)
+		return nil, declarationErr("NewShadows", format, args...)
 	}
 	switch {
 	case !(o.Rate >= 0 && o.Rate <= 1):
@@ -135,7 +136,7 @@ func NewShadows(o ShadowOptions) (*Shadows, error) {
 	close(s.idle)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	if o.MaxReadUnits > 0 {
-		s.units = rate.NewLimiter(rate.Limit(o.MaxReadUnits), int(math.Ceil(o.MaxReadUnits)))
+		s.units = rate.NewLimiter(rate.Limit(o.MaxReadUnits), int(max(1, min(math.Ceil(o.MaxReadUnits), 1<<30))))
 	}
 	return s, nil
 }

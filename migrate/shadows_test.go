@@ -234,9 +234,12 @@ func TestNewShadowsRefusals(t *testing.T) {
 		"Timeout -1s":       {Rate: 1, Timeout: -time.Second},
 		"Rate 2":            {Rate: 2},
 	} {
-		_, err := NewShadows(o)
-		require.ErrorIs(t, err, ddbindex.ErrInvalidQuery, name)
-		require.Equal(t, "DDBX-200", ddbindex.Code(err), name)
+		s, err := NewShadows(o)
+		require.Nil(t, s, name)
+		require.True(t, errors.Is(err, ddbindex.ErrDeclaration), "%s: %v", name, err)
+		require.False(t, errors.Is(err, ddbindex.ErrInvalidQuery), name)
+		require.Equal(t, "DDBX-100", ddbindex.Code(err), name)
+		require.ErrorContains(t, err, "migrate.NewShadows: ShadowOptions.", name)
 	}
 	for _, rate := range []float64{0, 0.25, 1} {
 		s, err := NewShadows(ShadowOptions{Rate: rate})

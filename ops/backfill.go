@@ -127,7 +127,7 @@ var backfillFields = regexp.MustCompile(`\b(WriteUnitsPerSecond|TotalSegments|Pa
 func backfillRule(err error, fs *flagSet) string {
 	msg := err.Error()
 	if _, rest, ok := strings.Cut(msg, "Backfill: "); ok {
-		msg = rest
+		msg = strings.TrimPrefix(rest, "BackfillOptions.")
 	}
 	return backfillFields.ReplaceAllStringFunc(msg, func(m string) string {
 		field, value, hasValue := strings.Cut(m, " ")
