@@ -59,8 +59,11 @@ type CreateOptions struct {
 // tests, examples and bootstrapping; production tables usually come from
 // infrastructure code, which [Check] verifies, or from [Prepare].
 //
-// A nil t, api or option function (or a nil among ClientOptions) fails with
-// an error matching [ddbindex.ErrInvalidWrite], before any request; a failed
+// A nil t or api fails with an error matching [ddbindex.ErrInvalidWrite],
+// options it cannot honour (a nil option function, a nil among
+// ClientOptions, a negative duration; 0 means the default) with one
+// matching [ddbindex.ErrDeclaration] that names the option, both before any
+// request; a failed
 // call (a table that exists already, a wait that gives up) is a
 // [*ddbindex.Error] ([ddbindex.ErrDynamoDB]).
 //
@@ -75,20 +78,27 @@ func CreateTables[T any](ctx context.Context, t *ddbindex.Table[T], api API, opt
 		return invalid(ddbindex.ErrInvalidWrite, op, "no API (a nil client) to create the tables with")
 	}
 	var opts CreateOptions
-	if err := apply(ddbindex.ErrInvalidWrite, op, &opts, optFns); err != nil {
+	if err := apply(op, &opts, optFns); err != nil {
 		return err
 	}
-	if err := checkClientOptions(ddbindex.ErrInvalidWrite, op, "CreateOptions.ClientOptions", opts.ClientOptions); err != nil {
+	if err := checkClientOptions(ddbindex.ErrDeclaration, op, "CreateOptions.ClientOptions", opts.ClientOptions); err != nil {
 		return err
 	}
-	if opts.WaitMinDelay <= 0 {
+	if err := nonNegative(op, "CreateOptions", []namedDuration{
+		{"WaitMinDelay", opts.WaitMinDelay, 100 * time.Millisecond},
+		{"WaitMaxDelay", opts.WaitMaxDelay, 2 * time.Second},
+		{"WaitTimeout", opts.WaitTimeout, 5 * time.Minute},
+	}); err != nil {
+		return err
+	}
+	if opts.WaitMinDelay == 0 {
 		opts.WaitMinDelay = 100 * time.Millisecond
 	}
-	if opts.WaitMaxDelay <= 0 {
+	if opts.WaitMaxDelay == 0 {
 		opts.WaitMaxDelay = 2 * time.Second
 	}
 	opts.WaitMaxDelay = max(opts.WaitMaxDelay, opts.WaitMinDelay)
-	if opts.WaitTimeout <= 0 {
+	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = 5 * time.Minute
 	}
 	api = apiCalls{api}
@@ -168,13 +178,30 @@ func tablesOf[T any](t *ddbindex.Table[T], sentinel error, op string) (*spec.Tab
 }
 
 // apply applies the option functions to o; a nil one is an error of op's
-// arguments matching sentinel.
-func apply[O any](sentinel error, op string, o *O, optFns []func(*O)) error {
+// options, matching ddbindex.ErrDeclaration.
+func apply[O any](op string, o *O, optFns []func(*O)) error {
 	for i, fn := range optFns {
 		if fn == nil {
-			return invalid(sentinel, op, "option function %d of %d is nil", i+1, len(optFns))
+			return invalid(ddbindex.ErrDeclaration, op, "option function %d of %d is nil", i+1, len(optFns))
 		}
 		fn(o)
+	}
+	return nil
+}
+
+// namedDuration is a duration option, with its name and default.
+type namedDuration struct {
+	name     string
+	v, deflt time.Duration
+}
+
+// nonNegative refuses a negative duration among the options of a
+// struct, with an error matching ddbindex.ErrDeclaration.
+func nonNegative(op, typ string, ds []namedDuration) error {
+	for _, d := range ds {
+		if d.v < 0 {
+			return invalid(ddbindex.ErrDeclaration, op, "%s.%s is %v; it cannot be negative (0 means the default, %v)", typ, d.name, d.v, d.deflt)
+		}
 	}
 	return nil
 }

@@ -36,7 +36,10 @@
 // Every error matches one sentinel of package ddbindex with errors.Is, and
 // ddbindex.Code gives its code: a mismatch is an [*Error]
 // (ddbindex.ErrSchemaMismatch), a failed call a *ddbindex.Error
-// (ddbindex.ErrDynamoDB), and a nil table, client or option function
+// (ddbindex.ErrDynamoDB), options CreateTables or Prepare cannot honour (a
+// nil option function, a negative duration; 0 means the default)
+// ddbindex.ErrDeclaration, and a nil table or client
 // ddbindex.ErrInvalidWrite (CreateTables, Prepare) or
-// ddbindex.ErrInvalidQuery (Check), raised before any request.
+// ddbindex.ErrInvalidQuery (Check, and a nil among its per-call options),
+// all raised before any request.
 package schema

@@ -40,10 +40,12 @@ func (e *Error) Is(target error) bool { return target == ddbindex.ErrSchemaMisma
 // gives it.
 func (e *Error) Code() string { return ddbindex.Code(ddbindex.ErrSchemaMismatch) }
 
-// invalid is an error of a call's arguments (a nil table, client or option
-// function), matching sentinel: ddbindex.ErrInvalidWrite for CreateTables
-// and Prepare, which change tables, ddbindex.ErrInvalidQuery for Check,
-// which reads them. It is raised before any request.
+// invalid is an error of a call's arguments, matching sentinel:
+// ddbindex.ErrDeclaration for options CreateTables and Prepare cannot
+// honour; for a nil table or client ddbindex.ErrInvalidWrite (CreateTables
+// and Prepare, which change tables) or ddbindex.ErrInvalidQuery (Check,
+// which reads them, and a nil among its per-call options). It is raised
+// before any request.
 func invalid(sentinel error, op, format string, args ...any) error {
 	return fmt.Errorf("%w: schema.%s: "+format, append([]any{sentinel, op}, args...)...)
 }

@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -113,10 +115,10 @@ func scErrCases() []scErrCase {
 		{"CreateTables without a client", "ErrInvalidWrite", nil, func(t *testing.T) error {
 			return schema.CreateTables(t.Context(), plain(t), nil)
 		}},
-		{"CreateTables with a nil option function", "ErrInvalidWrite", nil, func(t *testing.T) error {
+		{"CreateTables with a nil option function", "ErrDeclaration", nil, func(t *testing.T) error {
 			return schema.CreateTables(t.Context(), plain(t), newAWSFake(), nil)
 		}},
-		{"CreateTables with a nil client option", "ErrInvalidWrite", nil, func(t *testing.T) error {
+		{"CreateTables with a nil client option", "ErrDeclaration", nil, func(t *testing.T) error {
 			return schema.CreateTables(t.Context(), plain(t), newAWSFake(), func(o *schema.CreateOptions) {
 				o.ClientOptions = []func(*dynamodb.Options){nil}
 			})
@@ -129,13 +131,26 @@ func scErrCases() []scErrCase {
 			_, err := schema.Prepare(t.Context(), plain(t), nil)
 			return err
 		}},
-		{"Prepare with a nil option function", "ErrInvalidWrite", nil, func(t *testing.T) error {
+		{"Prepare with a nil option function", "ErrDeclaration", nil, func(t *testing.T) error {
 			_, err := schema.Prepare(t.Context(), plain(t), newAWSFake(), nil)
 			return err
 		}},
-		{"Prepare with a nil client option", "ErrInvalidWrite", nil, func(t *testing.T) error {
+		{"Prepare with a nil client option", "ErrDeclaration", nil, func(t *testing.T) error {
 			_, err := schema.Prepare(t.Context(), plain(t), newAWSFake(), func(o *schema.PrepareOptions) {
 				o.ClientOptions = []func(*dynamodb.Options){nil}
+			})
+			return err
+		}},
+		{"CreateTables with a negative WaitTimeout", "ErrDeclaration", nil, func(t *testing.T) error {
+			return schema.CreateTables(t.Context(), plain(t), newAWSFake(), func(o *schema.CreateOptions) { o.WaitTimeout = -time.Second })
+		}},
+		{"Prepare with a negative WaitMinDelay", "ErrDeclaration", nil, func(t *testing.T) error {
+			_, err := schema.Prepare(t.Context(), plain(t), newAWSFake(), func(o *schema.PrepareOptions) { o.WaitMinDelay = -time.Millisecond })
+			return err
+		}},
+		{"Prepare with a GSIThroughput of no write capacity", "ErrDeclaration", nil, func(t *testing.T) error {
+			_, err := schema.Prepare(t.Context(), plain(t), newAWSFake(), func(o *schema.PrepareOptions) {
+				o.GSIThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5)}
 			})
 			return err
 		}},

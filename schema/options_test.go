@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +143,40 @@ func TestCheckReadOnlyTable(t *testing.T) {
 	} else {
 		require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch, "a server without streams or TTL")
 	}
+}
+
+// TestOptionsRefused: CreateTables and Prepare refuse the options they
+// cannot honour with an error matching ddbindex.ErrDeclaration (DDBX-100)
+// that names the function and the option, before any request.
+func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
+	tb, err := ddbindex.New[scPlain](nil)
+	require.NoError(t, err)
+	f := newAWSFake()
+	create := func(fns ...func(*schema.CreateOptions)) error { return schema.CreateTables(t.Context(), tb, f, fns...) }
+	prepare := func(fns ...func(*schema.PrepareOptions)) error {
+		_, err := schema.Prepare(t.Context(), tb, f, fns...)
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"CreateTables: nil option function", create(nil), "schema.CreateTables: option function 1 of 1 is nil"},
+		{"CreateTables: negative WaitMinDelay", create(func(o *schema.CreateOptions) { o.WaitMinDelay = -time.Second }),
+			"schema.CreateTables: CreateOptions.WaitMinDelay is -1s; it cannot be negative (0 means the default, 100ms)"},
+		{"CreateTables: nil ClientOptions entry", create(func(o *schema.CreateOptions) { o.ClientOptions = []func(*dynamodb.Options){nil} }),
+			"schema.CreateTables: CreateOptions.ClientOptions[0] is nil"},
+		{"Prepare: nil option function", prepare(func(*schema.PrepareOptions) {}, nil), "schema.Prepare: option function 2 of 2 is nil"},
+		{"Prepare: negative WaitTimeout", prepare(func(o *schema.PrepareOptions) { o.WaitTimeout = -time.Minute }),
+			"schema.Prepare: PrepareOptions.WaitTimeout is -1m0s; it cannot be negative (0 means the default, 1h0m0s)"},
+		{"Prepare: negative WaitMaxDelay", prepare(func(o *schema.PrepareOptions) { o.WaitMaxDelay = -1 }), "PrepareOptions.WaitMaxDelay is -1ns"},
+	} {
+		require.True(t, errors.Is(c.err, ddbindex.ErrDeclaration), "%s: %v", c.name, c.err)
+		require.False(t, errors.Is(c.err, ddbindex.ErrInvalidWrite), c.name)
+		require.Equal(t, "DDBX-100", ddbindex.Code(c.err), c.name)
+		require.ErrorContains(t, c.err, c.want, c.name)
+	}
+	require.Zero(t, f.calls, "no request")
 }

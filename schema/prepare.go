@@ -141,9 +141,12 @@ func (r Report) Changed() bool {
 // When a later step fails (a DynamoDB error, a server that accepts a change
 // it does not make, WaitTimeout), the report lists what was done before, and
 // calling Prepare again goes on from there. A failed call to DynamoDB is a
-// [*ddbindex.Error] ([ddbindex.ErrDynamoDB]), wrapped. A nil t, api or
-// option function (or a nil among ClientOptions) fails with an error
-// matching [ddbindex.ErrInvalidWrite], before any request.
+// [*ddbindex.Error] ([ddbindex.ErrDynamoDB]), wrapped. A nil t or api
+// fails with an error matching [ddbindex.ErrInvalidWrite], options it
+// cannot honour (a nil option function, a nil among ClientOptions, a
+// negative duration, a GSIThroughput without both capacities of at least 1;
+// 0 means the default) with one matching [ddbindex.ErrDeclaration] that
+// names the option, both before any request.
 func Prepare[T any](ctx context.Context, t *ddbindex.Table[T], api PrepareAPI, optFns ...func(*PrepareOptions)) (Report, error) {
 	const op = "Prepare"
 	ts, err := tablesOf(t, ddbindex.ErrInvalidWrite, op)
@@ -154,19 +157,30 @@ func Prepare[T any](ctx context.Context, t *ddbindex.Table[T], api PrepareAPI, o
 		return Report{}, invalid(ddbindex.ErrInvalidWrite, op, "no PrepareAPI (a nil client) to change the tables with")
 	}
 	var o PrepareOptions
-	if err := apply(ddbindex.ErrInvalidWrite, op, &o, optFns); err != nil {
+	if err := apply(op, &o, optFns); err != nil {
 		return Report{}, err
 	}
-	if err := checkClientOptions(ddbindex.ErrInvalidWrite, op, "PrepareOptions.ClientOptions", o.ClientOptions); err != nil {
+	if err := checkClientOptions(ddbindex.ErrDeclaration, op, "PrepareOptions.ClientOptions", o.ClientOptions); err != nil {
 		return Report{}, err
 	}
-	if o.WaitTimeout <= 0 {
+	if err := nonNegative(op, "PrepareOptions", []namedDuration{
+		{"WaitTimeout", o.WaitTimeout, time.Hour},
+		{"WaitMinDelay", o.WaitMinDelay, 100 * time.Millisecond},
+		{"WaitMaxDelay", o.WaitMaxDelay, 5 * time.Second},
+	}); err != nil {
+		return Report{}, err
+	}
+	if g := o.GSIThroughput; g != nil && (aws.ToInt64(g.ReadCapacityUnits) < 1 || aws.ToInt64(g.WriteCapacityUnits) < 1) {
+		return Report{}, invalid(ddbindex.ErrDeclaration, op, "PrepareOptions.GSIThroughput has ReadCapacityUnits %d and WriteCapacityUnits %d; DynamoDB wants both, at least 1 (nil GSIThroughput: the table's own)",
+			aws.ToInt64(g.ReadCapacityUnits), aws.ToInt64(g.WriteCapacityUnits))
+	}
+	if o.WaitTimeout == 0 {
 		o.WaitTimeout = time.Hour
 	}
-	if o.WaitMinDelay <= 0 {
+	if o.WaitMinDelay == 0 {
 		o.WaitMinDelay = 100 * time.Millisecond
 	}
-	if o.WaitMaxDelay <= 0 {
+	if o.WaitMaxDelay == 0 {
 		o.WaitMaxDelay = 5 * time.Second
 	}
 	o.WaitMaxDelay = max(o.WaitMaxDelay, o.WaitMinDelay)
