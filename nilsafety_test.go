@@ -264,10 +264,10 @@ func TestNilSafetySentinels(t *testing.T) {
 		_, err = tb.Query("").Page(ctx, nil)
 		requireSentinel(t, err, ddbindex.ErrInvalidQuery, "Page")
 		requireSentinel(t, schema.Check(ctx, tb, unusedSchemaAPI{}, nil), ddbindex.ErrInvalidQuery, "schema.Check")
-		requireSentinel(t, schema.CreateTables(ctx, tb, unusedSchemaAPI{}, nil), ddbindex.ErrInvalidWrite, "schema.CreateTables")
+		requireSentinel(t, schema.CreateTables(ctx, tb, unusedSchemaAPI{}, nil), ddbindex.ErrDeclaration, "schema.CreateTables")
 		requireSentinel(t, schema.CreateTables(ctx, tb, unusedSchemaAPI{}, func(o *schema.CreateOptions) {
 			o.ClientOptions = append(o.ClientOptions, nil)
-		}), ddbindex.ErrInvalidWrite, "schema.CreateTables with a nil ClientOptions function")
+		}), ddbindex.ErrDeclaration, "schema.CreateTables with a nil ClientOptions function")
 	})
 }
 
