@@ -69,6 +69,11 @@ type RouterOptions struct {
 	// OnError receives the error of each failed read of a table's routes
 	// (see [Router.Err]), on the goroutine that read.
 	OnError func(error)
+	// ClientOptions are applied to every request the Router sends (the
+	// Queries of its refreshes, started or not, and of Routes; the PutItem
+	// of SetRoute), as the SDK's own per-call options, before those of the
+	// call.
+	ClientOptions []func(*dynamodb.Options)
 	// MeterProvider receives the metric ddbindex.migration.route_refresh_errors,
 	// which counts failed reads of a table's routes by error.type. Default:
 	// none.
@@ -122,7 +127,7 @@ type Router struct {
 // NewRouter returns a Router over the control table that o names, with no
 // routes read yet: call [Router.Start], or [Router.Refresh]. A nil api and
 // options it cannot honour (no ControlTable, a negative Refresh, an empty
-// name in Tables) fail with an error matching [ddbindex.ErrDeclaration]
+// name in Tables, a nil among ClientOptions) fail with an error matching [ddbindex.ErrDeclaration]
 // (code DDBX-100) that names the option; 0 means the default.
 func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 	switch {
@@ -136,6 +141,10 @@ func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 	if i := slices.Index(o.Tables, ""); i >= 0 {
 		return nil, declarationErr("NewRouter", "RouterOptions.Tables[%d] is an empty table name", i)
 	}
+	if i := slices.IndexFunc(o.ClientOptions, func(fn func(*dynamodb.Options)) bool { return fn == nil }); i >= 0 {
+		return nil, declarationErr("NewRouter", "RouterOptions.ClientOptions[%d] is nil", i)
+	}
+	o.ClientOptions = slices.Clip(slices.Clone(o.ClientOptions))
 	if o.Refresh == 0 {
 		o.Refresh = defaultRefresh
 	}
@@ -156,6 +165,19 @@ func (r *Router) made() bool { return r != nil && r.snap.Load() != nil }
 
 func errNotMade(op string) error {
 	return fmt.Errorf("%w: migrate.Router.%s: the Router was not made by NewRouter", ddbindex.ErrInvalidQuery, op)
+}
+
+// callOptions returns the options of one request: the Router's
+// ClientOptions, then the call's. A nil among the call's fails with an
+// error matching ddbindex.ErrInvalidQuery (the SDK would call it).
+func (r *Router) callOptions(op string, optFns []func(*dynamodb.Options)) ([]func(*dynamodb.Options), error) {
+	if i := slices.IndexFunc(optFns, func(fn func(*dynamodb.Options)) bool { return fn == nil }); i >= 0 {
+		return nil, fmt.Errorf("%w: migrate.%s: option function %d is nil", ddbindex.ErrInvalidQuery, op, i)
+	}
+	if len(optFns) == 0 {
+		return r.o.ClientOptions, nil
+	}
+	return append(r.o.ClientOptions, optFns...), nil
 }
 
 // sleepCtx waits d, or until ctx is done.
@@ -302,10 +324,17 @@ func (r *Router) Err() error {
 // started Router does every Refresh. A table whose read fails keeps the
 // routes read before; each failure counts in the metric
 // ddbindex.migration.route_refresh_errors and goes to OnError, unless ctx
-// is done. It returns the failures, joined (see [Router.Err]).
-func (r *Router) Refresh(ctx context.Context) error {
+// is done. It returns the failures, joined (see [Router.Err]). Each optFn
+// is applied to its requests, after RouterOptions.ClientOptions; a nil one
+// fails with an error matching [ddbindex.ErrInvalidQuery] before any
+// request.
+func (r *Router) Refresh(ctx context.Context, optFns ...func(*dynamodb.Options)) error {
 	if !r.made() {
 		return errNotMade("Refresh")
+	}
+	opts, err := r.callOptions("Router.Refresh", optFns)
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
 	r.seq++
@@ -319,7 +348,7 @@ func (r *Router) Refresh(ctx context.Context) error {
 	read := map[string]map[string]Route{}
 	var errs []error
 	for _, t := range tables {
-		routes, err := r.read(ctx, t)
+		routes, err := r.read(ctx, t, opts)
 		if err != nil {
 			errs = append(errs, err)
 			if ctx.Err() == nil {
@@ -332,7 +361,7 @@ func (r *Router) Refresh(ctx context.Context) error {
 		}
 		read[t] = routes
 	}
-	err := errors.Join(errs...)
+	err = errors.Join(errs...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lastErr = err
@@ -371,16 +400,22 @@ func (r *Router) Refresh(ctx context.Context) error {
 // Routes reads the fleet's routes of table (the base table as declared)
 // from the control table now, by logical index; an index without a route
 // there is absent. It changes nothing the Router routes by: it is for
-// operators and tools that show the routes (package ops's "route").
-func (r *Router) Routes(ctx context.Context, table string) (map[string]Route, error) {
+// operators and tools that show the routes (package ops's "route"). Each
+// optFn is applied to its requests, as Refresh's are.
+func (r *Router) Routes(ctx context.Context, table string, optFns ...func(*dynamodb.Options)) (map[string]Route, error) {
 	if !r.made() {
 		return nil, errNotMade("Routes")
 	}
-	return r.read(ctx, table)
+	opts, err := r.callOptions("Router.Routes", optFns)
+	if err != nil {
+		return nil, err
+	}
+	return r.read(ctx, table, opts)
 }
 
-// read reads table's routes from the control table.
-func (r *Router) read(ctx context.Context, table string) (map[string]Route, error) {
+// read reads table's routes from the control table, with the requests'
+// options opts.
+func (r *Router) read(ctx context.Context, table string, opts []func(*dynamodb.Options)) (map[string]Route, error) {
 	control := r.o.ControlTable
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(control),
@@ -391,7 +426,7 @@ func (r *Router) read(ctx context.Context, table string) (map[string]Route, erro
 	}
 	routes := map[string]Route{}
 	for {
-		out, err := r.api.Query(ctx, in)
+		out, err := r.api.Query(ctx, in, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("migrate: read the routes of %s from %s: %w", table, control, controlCallErr("Query", control, err))
 		}
@@ -423,9 +458,10 @@ func controlCallErr(op, table string, err error) error {
 // it in r at once: a refresh that was reading when SetRoute was called
 // does not undo it. The index must keep two forms, and the route must send
 // reads to one of them; otherwise, or when route is no Route (see
-// [Route.Validate]), SetRoute fails with an error matching
-// [ddbindex.ErrInvalidQuery] before any request.
-func SetRoute[T any](ctx context.Context, r *Router, t *ddbindex.Table[T], index string, route Route) error {
+// [Route.Validate]), or when an optFn is nil, SetRoute fails with an error
+// matching [ddbindex.ErrInvalidQuery] before any request. Each optFn is
+// applied to its request, after RouterOptions.ClientOptions.
+func SetRoute[T any](ctx context.Context, r *Router, t *ddbindex.Table[T], index string, route Route, optFns ...func(*dynamodb.Options)) error {
 	model := reflect.TypeFor[T]().Name()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: route of %s index %s: "+format, append([]any{ddbindex.ErrInvalidQuery, model, index}, args...)...)
@@ -448,11 +484,15 @@ func SetRoute[T any](ctx context.Context, r *Router, t *ddbindex.Table[T], index
 	if route.To != ix.Forms[0].Kind && route.To != ix.Forms[1].Kind {
 		return bad("the route sends reads to the %s form, which this declaration (type=%s,keep=%s) does not keep", route.To, ix.Forms[0].Kind, ix.Forms[1].Kind)
 	}
-	return r.put(ctx, infos[0].Forms[0].Declared, index, route)
+	opts, err := r.callOptions("SetRoute", optFns)
+	if err != nil {
+		return err
+	}
+	return r.put(ctx, infos[0].Forms[0].Declared, index, route, opts)
 }
 
 // put writes a route, and routes by it here.
-func (r *Router) put(ctx context.Context, table, index string, route Route) error {
+func (r *Router) put(ctx context.Context, table, index string, route Route, opts []func(*dynamodb.Options)) error {
 	route.Partitions = slices.Clone(route.Partitions)
 	parts := make([]types.AttributeValue, len(route.Partitions))
 	for i, p := range route.Partitions {
@@ -469,7 +509,7 @@ func (r *Router) put(ctx context.Context, table, index string, route Route) erro
 			"percent":    &types.AttributeValueMemberN{Value: strconv.FormatFloat(route.Percent, 'g', -1, 64)},
 			"updated":    &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
 		},
-	})
+	}, opts...)
 	if err != nil {
 		return fmt.Errorf("migrate: set the route of %s/%s in %s: %w", table, index, control, controlCallErr("PutItem", control, err))
 	}

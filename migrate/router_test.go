@@ -431,7 +431,10 @@ func TestNewRouterRefusals(t *testing.T) {
 		require.Equal(t, "DDBX-100", ddbindex.Code(err), name)
 		require.ErrorContains(t, err, "migrate.NewRouter: RouterOptions.", name)
 	}
-	_, err := NewRouter(nil, RouterOptions{ControlTable: "c"})
+	_, err := NewRouter(api, RouterOptions{ControlTable: "c", ClientOptions: []func(*dynamodb.Options){nil}})
+	require.ErrorIs(t, err, ddbindex.ErrDeclaration)
+	require.ErrorContains(t, err, "RouterOptions.ClientOptions[0] is nil")
+	_, err = NewRouter(nil, RouterOptions{ControlTable: "c"})
 	require.ErrorIs(t, err, ddbindex.ErrDeclaration)
 	require.ErrorContains(t, err, "migrate.NewRouter: no RouterAPI")
 
@@ -510,4 +513,70 @@ func TestRouterBackoff(t *testing.T) {
 	var ce *ddbindex.Error
 	require.ErrorAs(t, r.Err(), &ce)
 	assert.Equal(t, "control", ce.Table)
+}
+
+// appIDs is a RouterAPI that records, per request, the AppID its per-call
+// options set.
+type appIDs struct {
+	*fakeControl
+	mu   sync.Mutex
+	seen []string
+}
+
+func (a *appIDs) note(optFns []func(*dynamodb.Options)) {
+	var o dynamodb.Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen = append(a.seen, o.AppID)
+}
+
+func (a *appIDs) take() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.seen
+	a.seen = nil
+	return s
+}
+
+func (a *appIDs) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	a.note(optFns)
+	return a.fakeControl.PutItem(ctx, in, optFns...)
+}
+
+func (a *appIDs) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	a.note(optFns)
+	return a.fakeControl.Query(ctx, in, optFns...)
+}
+
+// The Router's ClientOptions reach every request it sends, and the per-call
+// options of Refresh, Routes and SetRoute come after them; a nil per-call
+// option is refused before any request.
+func TestRouterClientOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	api := &appIDs{fakeControl: &fakeControl{}}
+	appID := func(id string) func(*dynamodb.Options) { return func(o *dynamodb.Options) { o.AppID = id } }
+	r, err := NewRouter(api, RouterOptions{ControlTable: "control", Tables: []string{"kp-tickets"}, ClientOptions: []func(*dynamodb.Options){appID("router")}})
+	require.NoError(t, err)
+	s1, err := ddbindex.New[kpStep1](nil)
+	require.NoError(t, err)
+
+	require.NoError(t, r.Refresh(ctx))
+	require.Equal(t, []string{"router"}, api.take(), "the Router's own options")
+	require.NoError(t, SetRoute(ctx, r, s1, "by_status", Route{To: ddbindex.GSI, Percent: 100}, appID("set")))
+	require.Equal(t, []string{"set"}, api.take(), "the call's options come last")
+	_, err = r.Routes(ctx, "kp-tickets", appID("routes"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"routes"}, api.take())
+	require.NoError(t, r.Refresh(ctx, appID("refresh")))
+	require.Equal(t, []string{"refresh"}, api.take())
+
+	require.ErrorIs(t, r.Refresh(ctx, nil), ddbindex.ErrInvalidQuery)
+	_, err = r.Routes(ctx, "kp-tickets", appID("x"), nil)
+	require.ErrorIs(t, err, ddbindex.ErrInvalidQuery)
+	require.ErrorIs(t, SetRoute(ctx, r, s1, "by_status", Route{To: ddbindex.GSI}, nil), ddbindex.ErrInvalidQuery)
+	require.Empty(t, api.take(), "no request")
 }
