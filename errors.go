@@ -85,9 +85,9 @@ var (
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
 	// refuse, a Number DynamoDB would refuse anywhere in an item or an
-	// update's values, a malformed version, migrate.BackfillOptions out of range,
-	// schema.CreateTables or schema.Prepare without a table, a client or an
-	// option function; a write on a nil or zero *Table (not made by New or
+	// update's values, a malformed version, migrate.Backfill without a table
+	// or a client, schema.CreateTables or schema.Prepare without a table or
+	// a client; a write on a nil or zero *Table (not made by New or
 	// NewReadOnly), a nil per-call option function (code DDBX-603). Raised
 	// before any request.
 	ErrInvalidWrite = &codedError{"DDBX-603", "invalid write"}
