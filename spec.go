@@ -85,11 +85,8 @@ func (t *Table[T]) spec() *spec.Tables {
 	}
 	out.Dropped = t.droppedForms()
 	if t.opts.ControlTable != "" {
-		out.Control = &spec.KeyTable{
-			Name: t.opts.ControlTable,
-			PK:   spec.Key{Attr: controlPK, Type: types.ScalarAttributeTypeS},
-			SK:   &spec.Key{Attr: controlSK, Type: types.ScalarAttributeTypeS},
-		}
+		control := spec.ControlTable(t.opts.ControlTable)
+		out.Control = &control
 	}
 	return out
 }

@@ -117,14 +117,9 @@ type DynamoDBCheckpoints struct {
 	ClientOptions []func(*dynamodb.Options)
 }
 
-// The control table's key attributes (as schema.ControlTableInput makes
-// them), and the start of the partition key of backfill checkpoints
-// in it.
-const (
-	checkpointPK     = "pk"
-	checkpointSK     = "sk"
-	checkpointPrefix = "backfill#"
-)
+// The start of the partition key of backfill checkpoints in the control
+// table (keyed by controlPK and controlSK).
+const checkpointPrefix = "backfill#"
 
 // check reports a store that cannot send requests.
 func (s *DynamoDBCheckpoints) check() error {
@@ -142,7 +137,7 @@ func (s *DynamoDBCheckpoints) Load(ctx context.Context, key string) (map[Segment
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.Table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": checkpointPK},
+		ExpressionAttributeNames:  map[string]string{"#pk": controlPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: checkpointPrefix + key}},
 		ConsistentRead:            aws.Bool(true),
 	}
@@ -173,10 +168,10 @@ func (s *DynamoDBCheckpoints) Save(ctx context.Context, key string, segment Segm
 		return err
 	}
 	item := map[string]types.AttributeValue{
-		checkpointPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
-		checkpointSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", segment.Segment, segment.Total)},
-		"done":       &types.AttributeValueMemberBOOL{Value: len(lastEvaluatedKey) == 0},
-		"updated":    &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
+		controlPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
+		controlSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", segment.Segment, segment.Total)},
+		"done":    &types.AttributeValueMemberBOOL{Value: len(lastEvaluatedKey) == 0},
+		"updated": &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
 	}
 	if len(lastEvaluatedKey) > 0 {
 		item["lek"] = &types.AttributeValueMemberM{Value: lastEvaluatedKey}
@@ -198,8 +193,8 @@ func (s *DynamoDBCheckpoints) Clear(ctx context.Context, key string) error {
 	}
 	for seg := range cps {
 		in := &dynamodb.DeleteItemInput{TableName: aws.String(s.Table), Key: map[string]types.AttributeValue{
-			checkpointPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
-			checkpointSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", seg.Segment, seg.Total)},
+			controlPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
+			controlSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", seg.Segment, seg.Total)},
 		}}
 		if _, err := s.Client.DeleteItem(ctx, in, s.ClientOptions...); err != nil {
 			err = backfillCallErr("DeleteItem", in.TableName, nil, err)
@@ -214,7 +209,7 @@ func (s *DynamoDBCheckpoints) Clear(ctx context.Context, key string) error {
 func checkpointFromItem(item map[string]types.AttributeValue) (Segment, Checkpoint, error) {
 	var seg Segment
 	var cp Checkpoint
-	sk, ok := item[checkpointSK].(*types.AttributeValueMemberS)
+	sk, ok := item[controlSK].(*types.AttributeValueMemberS)
 	if !ok {
 		return seg, cp, fmt.Errorf("an item without its segment")
 	}

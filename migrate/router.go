@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/spec"
 )
 
 // This file holds Router, the fleet's routes from the control table.
@@ -28,9 +29,13 @@ import (
 // route in the attributes to (S: gsi, lsi or table), partitions (L of S)
 // and percent (N), with updated (S, RFC 3339), when SetRoute wrote it.
 
+// The control table's key attributes, as package schema makes them.
 const (
-	controlPK      = "pk"
-	controlSK      = "sk"
+	controlPK = spec.ControlPK
+	controlSK = spec.ControlSK
+)
+
+const (
 	routePrefix    = "route#"
 	defaultRefresh = 30 * time.Second
 	// maxBackoffFactor caps the wait after failed refreshes at this many

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/spec"
 )
 
 // This file holds DynamoDBCheckpoints: a consumer group's checkpoints and
@@ -73,8 +74,8 @@ func (s *DynamoDBCheckpoints) check() error {
 
 func (s *DynamoDBCheckpoints) key(sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name},
-		"sk": &types.AttributeValueMemberS{Value: sk},
+		spec.ControlPK: &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name},
+		spec.ControlSK: &types.AttributeValueMemberS{Value: sk},
 	}
 }
 
@@ -163,7 +164,7 @@ func (s *DynamoDBCheckpoints) ListLeases(ctx context.Context) ([]Lease, error) {
 		TableName:                 aws.String(s.Table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ProjectionExpression:      aws.String("#sk, #owner, #until, #ended"),
-		ExpressionAttributeNames:  map[string]string{"#pk": "pk", "#sk": "sk", "#owner": "owner", "#until": "until", "#ended": "ended"},
+		ExpressionAttributeNames:  map[string]string{"#pk": spec.ControlPK, "#sk": spec.ControlSK, "#owner": "owner", "#until": "until", "#ended": "ended"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name}},
 		ConsistentRead:            aws.Bool(true),
 	}
@@ -190,7 +191,7 @@ func (s *DynamoDBCheckpoints) ListLeases(ctx context.Context) ([]Lease, error) {
 // leaseFromItem reads a lease or heartbeat item.
 func leaseFromItem(item map[string]types.AttributeValue) (Lease, error) {
 	var l Lease
-	sk, ok := item["sk"].(*types.AttributeValueMemberS)
+	sk, ok := item[spec.ControlSK].(*types.AttributeValueMemberS)
 	if !ok {
 		return l, errors.New("no sort key")
 	}

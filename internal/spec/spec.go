@@ -208,6 +208,25 @@ func (ts *Tables) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 	return out
 }
 
+// The control table holds the items of package migrate's routes, of
+// Backfill's checkpoints and of package stream's checkpoints and leases,
+// each kind under partition keys of its own prefix. ControlPK and ControlSK
+// are its key attributes, both strings: the one place that names them.
+const (
+	ControlPK = "pk"
+	ControlSK = "sk"
+)
+
+// ControlTable returns the control table named name, keyed by ControlPK
+// and ControlSK.
+func ControlTable(name string) KeyTable {
+	return KeyTable{
+		Name: name,
+		PK:   Key{Attr: ControlPK, Type: types.ScalarAttributeTypeS},
+		SK:   &Key{Attr: ControlSK, Type: types.ScalarAttributeTypeS},
+	}
+}
+
 // ControlTableInput returns the CreateTable request of the control table,
 // billed on demand; nil when the model names none.
 func (ts *Tables) ControlTableInput() *dynamodb.CreateTableInput {
