@@ -102,15 +102,19 @@ func (m *MemoryCheckpoints) Clear(_ context.Context, key string) error {
 }
 
 // DynamoDBCheckpoints keeps backfill positions in a DynamoDB table, so that
-// a backfill resumes after its process crashed: the control table that
-// ddbindex.Options.ControlTable names does (schema.ControlTableInput
-// describes it). Each segment is one item: partition key "pk" = "backfill#" +
-// the backfill's key, sort key "sk" = "<segment>/<total>", with the
-// position in "lek" (the LastEvaluatedKey as a map), "done" and "updated".
+// a backfill resumes after its process crashed: the service's control
+// table does, the one RouterOptions.ControlTable names
+// (schema.ControlTableInput describes it, schema.Prepare creates it with
+// PrepareOptions.ControlTable). Each segment is one item: partition key
+// "pk" = "backfill#" + the backfill's key, sort key "sk" =
+// "<segment>/<total>", with the position in "lek" (the LastEvaluatedKey as
+// a map), "done" and "updated".
 type DynamoDBCheckpoints struct {
 	// Client sends the requests. *dynamodb.Client implements it.
 	Client ddbindex.Client
-	// Table is the table's physical name.
+	// Table is the physical name of the control table: no model names
+	// it, the application gives it here as to the other users of the
+	// control table.
 	Table string
 	// ClientOptions are applied to every request, as the SDK's per-call
 	// options.

@@ -13,7 +13,7 @@ import (
 // ddbindex with errors.Is, and ddbindex.Code gives its code.
 
 // Error lists every difference between the declarations and the live
-// tables: what [Check] found, what [Prepare] cannot close, or the step
+// tables: what [Check] or [CheckControlTable] found, what [Prepare] cannot close, or the step
 // Prepare could not finish. It matches [ddbindex.ErrSchemaMismatch] (code
 // DDBX-500).
 type Error struct {
@@ -41,9 +41,10 @@ func (e *Error) Is(target error) bool { return target == ddbindex.ErrSchemaMisma
 func (e *Error) Code() string { return ddbindex.Code(ddbindex.ErrSchemaMismatch) }
 
 // invalid is an error of a call's arguments (a nil table, client or option
-// function), matching sentinel: ddbindex.ErrInvalidWrite for CreateTables
-// and Prepare, which change tables, ddbindex.ErrInvalidQuery for Check,
-// which reads them. It is raised before any request.
+// function, an empty name), matching sentinel: ddbindex.ErrInvalidWrite for
+// CreateTables and Prepare, which change tables, ddbindex.ErrInvalidQuery
+// for Check and CheckControlTable, which read them. It is raised before any
+// request.
 func invalid(sentinel error, op, format string, args ...any) error {
 	return fmt.Errorf("%w: schema.%s: "+format, append([]any{sentinel, op}, args...)...)
 }

@@ -22,9 +22,11 @@ import (
 // DynamoDBCheckpoints keeps the checkpoints and leases of a group of
 // consumers in a DynamoDB table, so that a consumer resumes after a restart
 // or a crash where it stopped, and consumers of one stream share its shards
-// (see [Leases]). The control table that ddbindex.Options.ControlTable
-// names does ([schema.ControlTableInput] describes it, schema.Prepare
-// creates it; routes and backfill checkpoints live there too).
+// (see [Leases]). The service's control table does: Table is its name, the
+// one the application gives package schema ([schema.ControlTableInput]
+// describes it, schema.Prepare creates it with PrepareOptions.ControlTable)
+// and package migrate (RouterOptions.ControlTable), whose routes and
+// backfill checkpoints live there too.
 //
 // Every item of a group has the partition key "pk" = "stream#" + Name. A
 // shard is one item, sort key "sk" = "shard#" + its shard ID, holding the
@@ -42,7 +44,9 @@ import (
 type DynamoDBCheckpoints struct {
 	// Client sends the requests. *dynamodb.Client implements it.
 	Client ddbindex.Client
-	// Table is the table's physical name.
+	// Table is the physical name of the control table: no model names
+	// it, the application gives it here as to the other users of the
+	// control table.
 	Table string
 	// Name names the group: consumers with the same Name share checkpoints
 	// and leases. Use one Name per stream and set of index tables kept from
