@@ -583,9 +583,8 @@ func Example_runbook() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	options := func(o *ddbindex.Options) { // table names, the control table, and the routes
+	options := func(o *ddbindex.Options) { // table names and the routes
 		o.TableName = func(s string) string { return prefix + s }
-		o.ControlTable = prefix + "control"
 		o.Router = router
 	}
 
@@ -614,7 +613,9 @@ func Example_runbook() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	report, err := schema.Prepare(ctx, tickets, client) // idempotent; report.Steps says what it changed
+	// Idempotent; report.Steps says what it changed. The control table is the
+	// service's, not the model's: Prepare creates it when told its name.
+	report, err := schema.Prepare(ctx, tickets, client, func(o *schema.PrepareOptions) { o.ControlTable = prefix + "control" })
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -697,7 +698,6 @@ func Example_runbookTableToGSI() {
 	}
 	options := func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + s }
-		o.ControlTable = prefix + "control"
 		o.Router = router
 	}
 
@@ -741,7 +741,7 @@ func Example_runbookTableToGSI() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	report, err := schema.Prepare(ctx, orders, client)
+	report, err := schema.Prepare(ctx, orders, client, func(o *schema.PrepareOptions) { o.ControlTable = prefix + "control" })
 	if err != nil {
 		log.Fatal(err)
 	}

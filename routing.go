@@ -77,14 +77,3 @@ func partitionKeyText(d *layout, texts []string) (string, error) {
 	}
 	return string(b), nil
 }
-
-// ---- the control table --------------------------------------------------------
-
-// The control table holds the items of package migrate's routes, of
-// Backfill's checkpoints and of package stream's checkpoints and leases,
-// each kind under partition keys ("pk") of its own prefix, with a string
-// sort key ("sk").
-const (
-	controlPK = "pk"
-	controlSK = "sk"
-)

@@ -265,7 +265,6 @@ func newRBFleet(t *testing.T) *rbFleet {
 		control: control,
 		opts: func(o *ddbindex.Options) {
 			o.TableName = func(s string) string { return prefix + "-" + s }
-			o.ControlTable = control
 		},
 		seed:  seed,
 		rng:   rand.New(rand.NewPCG(seed, seed^0x5bd1e995)),
@@ -803,7 +802,7 @@ func TestRunbookMixedFleet(t *testing.T) {
 	// table), start the upkeep, deploy keep=table instance by instance.
 	indexTable := aws.ToString(schema.CreateTableInputs(v1, false)[1].TableName)
 	require.ErrorIs(t, schema.Check(ctx, v1, c), ddbindex.ErrSchemaMismatch, "before Prepare, the index table is missing")
-	rep, err := schema.Prepare(ctx, v1, c)
+	rep, err := schema.Prepare(ctx, v1, c, f.withControl)
 	require.NoError(t, err)
 	require.Equal(t, []string{indexTable, f.control}, rep.CreatedTables)
 	require.Equal(t, []string{indexTable}, rep.TTLEnabled)
@@ -907,7 +906,7 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	scErr := schema.Check(ctx, v1, c)
 	require.ErrorIs(t, scErr, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, scErr, "no GSI named by_status")
-	rep, err := schema.Prepare(ctx, v1, c)
+	rep, err := schema.Prepare(ctx, v1, c, f.withControl)
 	require.NoError(t, err)
 	t.Logf("Prepare: %q", rep.Steps)
 	require.Equal(t, []string{"by_status"}, rep.CreatedGSIs)
@@ -917,7 +916,7 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	require.Contains(t, rep.Steps, "created GSI by_status (index by_status) on table "+v1.TableName())
 	require.NoError(t, schema.Check(ctx, v1, c))
 	f.routed = true
-	again, err := schema.Prepare(ctx, v1, c)
+	again, err := schema.Prepare(ctx, v1, c, f.withControl)
 	require.NoError(t, err)
 	require.False(t, again.Changed(), "a second Prepare has nothing to do")
 	desc, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(v1.TableName())})
@@ -1002,3 +1001,7 @@ func TestRunbookMixedFleetTableToGSI(t *testing.T) {
 	f.figures("index table → GSI")
 	require.Greater(t, f.ops, 3000)
 }
+
+// withControl has schema.Prepare create (or check) the fleet's control
+// table, which no model names.
+func (f *rbFleet) withControl(o *schema.PrepareOptions) { o.ControlTable = f.control }

@@ -13,7 +13,7 @@ import (
 
 // This file describes the physical tables a model needs (internal/spec):
 // the base table with its GSIs and LSIs, the index tables, TTL, the stream,
-// the control table, the forms of an index that are no longer kept, and how
+// the forms of an index that are no longer kept, and how
 // to tell whether a sharded index's entry is in its shard. The description
 // is the core's because only the core knows each index's physical layout
 // (index.go's layoutOf); package schema creates, checks and prepares the
@@ -45,7 +45,9 @@ func (t *Table[T]) bridgeSpec() (*spec.Tables, error) {
 }
 
 // spec describes the physical tables t needs, with the physical names
-// Options.TableName and Options.ControlTable give them.
+// Options.TableName gives them. The control table is no model's: package
+// schema describes it from the name its caller gives (internal/spec's
+// ControlTable).
 func (t *Table[T]) spec() *spec.Tables {
 	s := t.s
 	out := &spec.Tables{
@@ -84,13 +86,6 @@ func (t *Table[T]) spec() *spec.Tables {
 		}
 	}
 	out.Dropped = t.droppedForms()
-	if t.opts.ControlTable != "" {
-		out.Control = &spec.KeyTable{
-			Name: t.opts.ControlTable,
-			PK:   spec.Key{Attr: controlPK, Type: types.ScalarAttributeTypeS},
-			SK:   &spec.Key{Attr: controlSK, Type: types.ScalarAttributeTypeS},
-		}
-	}
 	return out
 }
 

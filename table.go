@@ -96,11 +96,6 @@ type Options struct {
 	// other form). Default: none. Reads of an index with one form never
 	// call it.
 	Observer ReadObserver
-	// ControlTable names the service's control table, which package
-	// schema describes (ControlTableInput), creates (Prepare) and checks: where package migrate's Router keeps the fleet's routes, and
-	// Backfill and package stream their checkpoints. A Table reads nothing
-	// from it. Empty: none.
-	ControlTable string
 	// ShardFanout is how many requests to the shards of a sharded index
 	// (shards= in its IndexSpec) one call sends at once. Default 16.
 	ShardFanout int

@@ -46,7 +46,7 @@ func ExampleBackfill() {
 		log.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg)
-	orders, err := ddbindex.New[BackfillOrder](client, func(o *ddbindex.Options) { o.ControlTable = "control" })
+	orders, err := ddbindex.New[BackfillOrder](client)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -311,8 +311,8 @@ func TestBackfillErrorsMatchOneSentinel(t *testing.T) {
 		}},
 		{"a malformed backfill checkpoint", "ErrMalformedItem", nil, func(t *testing.T) error {
 			control := ddbtest.Name(t, "control")
-			tb, c := bfNewTable[bfPostTable](t, func(o *ddbindex.Options) { o.ControlTable = control })
-			ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
+			tb, c := bfNewTable[bfPostTable](t)
+			ddbtest.CreateTable(t, c, schema.ControlTableInput(control))
 			_, err := c.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(control), Item: map[string]types.AttributeValue{
 				"pk": bfAvS("backfill#" + tb.TableName() + "#newest#table"), "sk": bfAvS("0/1"), "done": bfAvS("yes"),
 			}})

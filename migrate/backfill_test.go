@@ -350,14 +350,13 @@ func bfSetup[T any](t testing.TB, start []map[string]types.AttributeValue) (*ddb
 	control := prefix + "-control"
 	tb, err := ddbindex.New[T](c, func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + "-" + s }
-		o.ControlTable = control
 	})
 	require.NoError(t, err)
 	for _, in := range schema.CreateTableInputs(tb, false) {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
 	require.NoError(t, schema.CreateTables(t.Context(), tb, c, func(o *schema.CreateOptions) { o.NoTTL, o.NoStream = true, true }))
-	ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(control))
 	bfBatchWrite(t, c, tb.TableName(), start)
 	return tb, c, &migrate.DynamoDBCheckpoints{Client: c, Table: control}
 }
@@ -1061,8 +1060,8 @@ func (bfFailingCheckpoints) Save(context.Context, string, migrate.Segment, map[s
 func TestBackfillCheckpointStores(t *testing.T) {
 	t.Parallel()
 	control := ddbtest.Name(t, "control")
-	tb, c := bfNewTable[bfTable](t, func(o *ddbindex.Options) { o.ControlTable = control })
-	ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
+	c := ddbtest.Client(t)
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(control))
 	ddb := &migrate.DynamoDBCheckpoints{Client: c, Table: control}
 	ctx := t.Context()
 	lek := map[string]types.AttributeValue{"id": bfAvS("t00042"), "n": bfAvN("7")}

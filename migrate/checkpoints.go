@@ -102,29 +102,28 @@ func (m *MemoryCheckpoints) Clear(_ context.Context, key string) error {
 }
 
 // DynamoDBCheckpoints keeps backfill positions in a DynamoDB table, so that
-// a backfill resumes after its process crashed: the control table that
-// ddbindex.Options.ControlTable names does (schema.ControlTableInput
-// describes it). Each segment is one item: partition key "pk" = "backfill#" +
-// the backfill's key, sort key "sk" = "<segment>/<total>", with the
-// position in "lek" (the LastEvaluatedKey as a map), "done" and "updated".
+// a backfill resumes after its process crashed: the service's control
+// table does, the one RouterOptions.ControlTable names
+// (schema.ControlTableInput describes it, schema.Prepare creates it with
+// PrepareOptions.ControlTable). Each segment is one item: partition key
+// "pk" = "backfill#" + the backfill's key, sort key "sk" =
+// "<segment>/<total>", with the position in "lek" (the LastEvaluatedKey as
+// a map), "done" and "updated".
 type DynamoDBCheckpoints struct {
 	// Client sends the requests. *dynamodb.Client implements it.
 	Client ddbindex.Client
-	// Table is the table's physical name.
+	// Table is the physical name of the control table: no model names
+	// it, the application gives it here as to the other users of the
+	// control table.
 	Table string
 	// ClientOptions are applied to every request, as the SDK's per-call
 	// options.
 	ClientOptions []func(*dynamodb.Options)
 }
 
-// The control table's key attributes (as schema.ControlTableInput makes
-// them), and the start of the partition key of backfill checkpoints
-// in it.
-const (
-	checkpointPK     = "pk"
-	checkpointSK     = "sk"
-	checkpointPrefix = "backfill#"
-)
+// The start of the partition key of backfill checkpoints in the control
+// table (keyed by controlPK and controlSK).
+const checkpointPrefix = "backfill#"
 
 // check reports a store that cannot send requests.
 func (s *DynamoDBCheckpoints) check() error {
@@ -142,7 +141,7 @@ func (s *DynamoDBCheckpoints) Load(ctx context.Context, key string) (map[Segment
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.Table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": checkpointPK},
+		ExpressionAttributeNames:  map[string]string{"#pk": controlPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: checkpointPrefix + key}},
 		ConsistentRead:            aws.Bool(true),
 	}
@@ -173,10 +172,10 @@ func (s *DynamoDBCheckpoints) Save(ctx context.Context, key string, segment Segm
 		return err
 	}
 	item := map[string]types.AttributeValue{
-		checkpointPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
-		checkpointSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", segment.Segment, segment.Total)},
-		"done":       &types.AttributeValueMemberBOOL{Value: len(lastEvaluatedKey) == 0},
-		"updated":    &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
+		controlPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
+		controlSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", segment.Segment, segment.Total)},
+		"done":    &types.AttributeValueMemberBOOL{Value: len(lastEvaluatedKey) == 0},
+		"updated": &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
 	}
 	if len(lastEvaluatedKey) > 0 {
 		item["lek"] = &types.AttributeValueMemberM{Value: lastEvaluatedKey}
@@ -198,8 +197,8 @@ func (s *DynamoDBCheckpoints) Clear(ctx context.Context, key string) error {
 	}
 	for seg := range cps {
 		in := &dynamodb.DeleteItemInput{TableName: aws.String(s.Table), Key: map[string]types.AttributeValue{
-			checkpointPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
-			checkpointSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", seg.Segment, seg.Total)},
+			controlPK: &types.AttributeValueMemberS{Value: checkpointPrefix + key},
+			controlSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%d/%d", seg.Segment, seg.Total)},
 		}}
 		if _, err := s.Client.DeleteItem(ctx, in, s.ClientOptions...); err != nil {
 			err = backfillCallErr("DeleteItem", in.TableName, nil, err)
@@ -214,7 +213,7 @@ func (s *DynamoDBCheckpoints) Clear(ctx context.Context, key string) error {
 func checkpointFromItem(item map[string]types.AttributeValue) (Segment, Checkpoint, error) {
 	var seg Segment
 	var cp Checkpoint
-	sk, ok := item[checkpointSK].(*types.AttributeValueMemberS)
+	sk, ok := item[controlSK].(*types.AttributeValueMemberS)
 	if !ok {
 		return seg, cp, fmt.Errorf("an item without its segment")
 	}

@@ -66,7 +66,6 @@ func exampleTables(ctx context.Context, client *dynamodb.Client) (func(*ddbindex
 	control := prefix + "control"
 	options := func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + s }
-		o.ControlTable = control
 	}
 	tickets, err := ddbindex.New[Ticket](client, options)
 	if err != nil {
@@ -79,7 +78,7 @@ func exampleTables(ctx context.Context, client *dynamodb.Client) (func(*ddbindex
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := client.CreateTable(ctx, schema.ControlTableInput(tickets)); err != nil {
+	if _, err := client.CreateTable(ctx, schema.ControlTableInput(control)); err != nil {
 		log.Fatal(err)
 	}
 	err = dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &control}, time.Minute,

@@ -93,7 +93,6 @@ func newKPFleet(t *testing.T) kpFleet {
 	f := kpFleet{c: c, control: prefix + "-control"}
 	f.opts = func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + "-" + s }
-		o.ControlTable = f.control
 	}
 	var err error
 	f.s1, err = ddbindex.New[kpStep1](c, f.opts)
@@ -101,7 +100,7 @@ func newKPFleet(t *testing.T) kpFleet {
 	for _, in := range schema.CreateTableInputs(f.s1, false) {
 		ddbtest.CreateTable(t, c, in)
 	}
-	ddbtest.CreateTable(t, c, schema.ControlTableInput(f.s1))
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(f.control))
 	f.s0, err = ddbindex.New[kpStep0](c, f.opts)
 	require.NoError(t, err)
 	f.s2, err = ddbindex.New[kpStep2](c, f.opts)

@@ -18,19 +18,25 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/spec"
 )
 
 // This file holds Router, the fleet's routes from the control table.
 //
-// The control table (ddbindex.Table.ControlTableInput describes it) holds
+// The control table (RouterOptions.ControlTable; schema.ControlTableInput
+// describes it, schema.Prepare creates it with PrepareOptions.ControlTable) holds
 // one item per routed index: partition key "pk" = "route#" + the base
 // table's declared name, sort key "sk" = the logical index name, and the
 // route in the attributes to (S: gsi, lsi or table), partitions (L of S)
 // and percent (N), with updated (S, RFC 3339), when SetRoute wrote it.
 
+// The control table's key attributes, as package schema makes them.
 const (
-	controlPK      = "pk"
-	controlSK      = "sk"
+	controlPK = spec.ControlPK
+	controlSK = spec.ControlSK
+)
+
+const (
 	routePrefix    = "route#"
 	defaultRefresh = 30 * time.Second
 	// maxBackoffFactor caps the wait after failed refreshes at this many
@@ -48,7 +54,10 @@ type RouterAPI interface {
 // RouterOptions configure a [Router]. The zero value of each field but
 // ControlTable means its default.
 type RouterOptions struct {
-	// ControlTable is the physical name of the control table (required).
+	// ControlTable is the physical name of the control table (required):
+	// no model names it; give the same name to schema.Prepare
+	// (PrepareOptions.ControlTable), which creates it, and to the
+	// DynamoDB checkpoint stores.
 	ControlTable string
 	// Tables are the base tables, as declared, whose routes the first
 	// refresh reads. A Router also reads the routes of every table it is

@@ -53,7 +53,7 @@ func runBackfill(e *env, args []string) error {
 	switch {
 	case *noCheckpoint:
 	case t.controlTable() == "":
-		fmt.Fprintf(e.stderr, "%s: no control table (--control-table, or Options.ControlTable in ops.Model's options): positions are not saved, and a killed backfill starts again from the beginning\n", e.prog)
+		fmt.Fprintf(e.stderr, "%s: no control table (--control-table, or ops.Model(...).ControlTable): positions are not saved, and a killed backfill starts again from the beginning\n", e.prog)
 	default:
 		store = &migrate.DynamoDBCheckpoints{Client: e.api(), Table: t.controlTable()}
 	}

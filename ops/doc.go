@@ -14,7 +14,10 @@
 //	)
 //
 //	func main() {
-//		ops.Main(ops.Model[model.Ticket](model.Options), ops.Model[model.Post](model.Options))
+//		ops.Main(
+//			ops.Model[model.Ticket](model.Options).ControlTable(model.ControlTable),
+//			ops.Model[model.Post](model.Options).ControlTable(model.ControlTable),
+//		)
 //	}
 //
 // Usage:
@@ -39,8 +42,9 @@
 // Every command takes, before or after its name: --model (a Go type name or
 // base table name; by default every model, or the one that declares
 // --index), --table-prefix (put before every name the application's
-// Options.TableName maps to), --control-table (instead of
-// Options.ControlTable), and --endpoint, --region and --profile, on top of
+// Options.TableName maps to), --control-table (instead of the one
+// [ModelDef.ControlTable] names; the control table is the service's, no
+// model's, and --table-prefix leaves it alone), and --endpoint, --region and --profile, on top of
 // the standard AWS configuration chain (environment, shared files, IAM
 // roles). Key values are given as tuples: one value per component,
 // separated by commas ("TEAM-7", "open,2"), each read as its component's

@@ -144,7 +144,6 @@ func (f *fixture) ticketTable(t *testing.T) *ddbindex.Table[Ticket] {
 	t.Helper()
 	tb, err := ddbindex.New[Ticket](f.client, func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return f.prefix + s }
-		o.ControlTable = f.control
 	})
 	require.NoError(t, err)
 	return tb

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -19,32 +20,50 @@ import (
 
 // ModelDef is one model of the application that the command works on, as
 // [Model] makes it.
-type ModelDef struct{ m model }
+type ModelDef struct {
+	m       model
+	control string // ControlTable's
+}
 
 // Model registers model T with the command, opened with the application's
 // own options: the same functions the application passes to ddbindex.New
-// (table names, control table, attribute names, cursor keys, write-through),
-// so that the command sees the tables, routes and cursors the application
-// does. The command's --table-prefix puts a prefix before the names they
-// map to, and --control-table replaces Options.ControlTable. With a control
-// table, the command routes reads by the fleet's routes in it (a
-// migrate.Router), before the application's Options.Router.
+// (table names, attribute names, cursor keys, write-through), so that the
+// command sees the tables and cursors the application does. The command's
+// --table-prefix puts a prefix before the names they map to. The control
+// table is no model's: [ModelDef.ControlTable] names it, or the command's
+// --control-table.
 func Model[T any](optFns ...func(*ddbindex.Options)) ModelDef {
 	return ModelDef{m: &modelOf[T]{optFns: optFns}}
+}
+
+// ControlTable returns d with the service's control table named name: the
+// one the application gives migrate.RouterOptions.ControlTable and the
+// DynamoDB checkpoint stores. The command's --control-table replaces it
+// (--control-table "" names none); --table-prefix leaves it alone. With a
+// control table, the command routes reads by the fleet's routes in it (a
+// migrate.Router), before the application's Options.Router; route reads
+// and sets them, backfill saves its positions there, and check and prepare
+// check and create it. An empty name names none.
+//
+//	ops.Main(ops.Model[model.Ticket](model.Options).ControlTable("tickets-control"))
+func (d ModelDef) ControlTable(name string) ModelDef {
+	d.control = name
+	return d
 }
 
 // model is a ModelDef's type-erased side: what the command does with a
 // model without knowing its type.
 type model interface {
 	name() string
-	open(client Client, s *settings) (table, error)
+	open(client Client, s *settings, control string) (table, error)
 }
 
 // settings are the command line's options that change how a model's
 // table is opened.
 type settings struct {
-	prefix       string // --table-prefix
-	controlTable string // --control-table
+	prefix          string // --table-prefix
+	controlTable    string // --control-table
+	controlTableSet bool   // --control-table was given, maybe empty
 }
 
 // table is an opened model: the Table's methods the commands use, with the
@@ -84,7 +103,12 @@ type modelOf[T any] struct {
 
 func (m *modelOf[T]) name() string { return reflect.TypeFor[T]().Name() }
 
-func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
+// open opens the model with the command line's settings, and the control
+// table named control unless --control-table is given.
+func (m *modelOf[T]) open(client Client, s *settings, control string) (table, error) {
+	if s.controlTableSet {
+		control = s.controlTable
+	}
 	fns := append(slices.Clone(m.optFns), func(o *ddbindex.Options) {
 		if s.prefix != "" {
 			mapped := o.TableName
@@ -95,9 +119,6 @@ func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
 				return s.prefix + declared
 			}
 		}
-		if s.controlTable != "" {
-			o.ControlTable = s.controlTable
-		}
 	})
 	if _, err := ddbindex.New[T](client, fns...); err != nil { // refuses a nil function
 		return nil, err
@@ -107,14 +128,14 @@ func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
 		fn(&o)
 	}
 	var router *migrate.Router
-	if o.ControlTable != "" {
+	if control != "" {
 		// The fleet's routes, read when a command asks (refreshRoutes):
 		// the Router is never started.
 		probe, err := ddbindex.New[T](nil, fns...)
 		if err != nil {
 			return nil, err
 		}
-		router, err = migrate.NewRouter(client, migrate.RouterOptions{ControlTable: o.ControlTable,
+		router, err = migrate.NewRouter(client, migrate.RouterOptions{ControlTable: control,
 			Tables: []string{probe.Indexes()[0].Forms[0].Declared}, Fallback: o.Router})
 		if err != nil {
 			return nil, err
@@ -125,7 +146,7 @@ func (m *modelOf[T]) open(client Client, s *settings) (table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tableOf[T]{t: t, control: o.ControlTable, router: router}, nil
+	return &tableOf[T]{t: t, control: control, router: router}, nil
 }
 
 type tableOf[T any] struct {
@@ -139,12 +160,34 @@ func (x *tableOf[T]) baseTable() string             { return x.t.TableName() }
 func (x *tableOf[T]) controlTable() string          { return x.control }
 func (x *tableOf[T]) indexes() []ddbindex.IndexInfo { return x.t.Indexes() }
 
+// check checks the model's tables, and its control table when it has one,
+// and reports the problems of both in one *schema.Error.
 func (x *tableOf[T]) check(ctx context.Context, api schema.API) error {
-	return schema.Check(ctx, x.t, api)
+	err := schema.Check(ctx, x.t, api)
+	if x.control == "" {
+		return err
+	}
+	var se *schema.Error
+	if err != nil && !errors.As(err, &se) {
+		return err
+	}
+	cerr := schema.CheckControlTable(ctx, x.control, api)
+	var ce *schema.Error
+	switch {
+	case cerr == nil:
+		return err
+	case !errors.As(cerr, &ce):
+		return cerr
+	case se == nil:
+		return cerr
+	}
+	return &schema.Error{Problems: append(slices.Clone(se.Problems), ce.Problems...)}
 }
 
+// prepare prepares the model's tables, and its control table when it has
+// one.
 func (x *tableOf[T]) prepare(ctx context.Context, api schema.PrepareAPI, optFns ...func(*schema.PrepareOptions)) (schema.Report, error) {
-	return schema.Prepare(ctx, x.t, api, optFns...)
+	return schema.Prepare(ctx, x.t, api, append(slices.Clone(optFns), func(o *schema.PrepareOptions) { o.ControlTable = x.control })...)
 }
 
 func (x *tableOf[T]) backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error) {

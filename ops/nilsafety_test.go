@@ -27,6 +27,7 @@ func TestNilSafety(t *testing.T) {
 		new(bytes.Buffer), // stdin, stdout and stderr
 	}}
 	w.Walk(t, ops.Model[Ticket])
+	w.Walk(t, ops.ModelDef.ControlTable)
 	w.Walk(t, ops.Run)
 	w.Skip(t, "Main", "it exits the process; it passes its arguments to Run")
 	w.Covers(t, ".")

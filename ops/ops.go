@@ -247,7 +247,7 @@ func (e *env) flags(cmd string) *flagSet {
 	fs.StringVar(&fs.g.region, "region", "", "AWS `REGION` (default: the AWS configuration's)")
 	fs.StringVar(&fs.g.profile, "profile", "", "shared configuration `PROFILE` (default: AWS_PROFILE, else default)")
 	fs.StringVar(&fs.g.prefix, "table-prefix", "", "put `PREFIX` before every table name the application's Options.TableName maps to")
-	fs.StringVar(&fs.g.controlTable, "control-table", "", "the control `TABLE` (routes, backfill positions), instead of the application's Options.ControlTable")
+	fs.StringVar(&fs.g.controlTable, "control-table", "", "the control `TABLE` (routes, backfill positions), instead of the one ops.Model(...).ControlTable names; \"\" for none")
 	fs.StringVar(&fs.g.model, "model", "", "the `MODEL` to work on, by Go type name or base table name (default: every model, or the one that declares --index)")
 	return fs
 }
@@ -269,7 +269,7 @@ func (e *env) parse(fs *flagSet, args []string, cmd string) error {
 		case "table-prefix":
 			e.g.prefix = fs.g.prefix
 		case "control-table":
-			e.g.controlTable = fs.g.controlTable
+			e.g.controlTable, e.g.controlTableSet = fs.g.controlTable, true
 		case "model":
 			e.g.model = fs.g.model
 		}
@@ -366,7 +366,7 @@ func (e *env) open() ([]table, error) {
 		if m.m == nil {
 			return nil, usageErr("", "model %d is a zero ModelDef: make each with ops.Model", i)
 		}
-		t, err := m.m.open(client, &e.g.settings)
+		t, err := m.m.open(client, &e.g.settings, m.control)
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", m.m.name(), err)
 		}

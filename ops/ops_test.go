@@ -12,6 +12,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/ops"
 	"github.com/ddbindex/ddbindex/schema"
 )
@@ -26,7 +27,7 @@ func ticketFixture(t *testing.T, optFns ...func(*ddbindex.Options)) (*fixture, *
 	tickets := f.ticketTable(t)
 	ctx := t.Context()
 	require.NoError(t, schema.CreateTables(ctx, tickets, f.client, func(o *schema.CreateOptions) { o.NoStream, o.NoTTL = true, true }))
-	_, err := f.client.CreateTable(ctx, schema.ControlTableInput(tickets))
+	_, err := f.client.CreateTable(ctx, schema.ControlTableInput(f.control))
 	require.NoError(t, err)
 	ddbtest.WaitActive(t, f.client, f.control)
 	for _, tk := range testTickets() {
@@ -179,4 +180,26 @@ func TestConfigChain(t *testing.T) {
 	r = run("cursor", "inspect", "not-a-cursor")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stdout, "refused by every index of Note")
+}
+
+// TestModelDefControlTable: the control table the application names in
+// code (ModelDef.ControlTable) is the command's without --control-table:
+// route set writes the route there; --control-table "" names none.
+func TestModelDefControlTable(t *testing.T) {
+	t.Parallel()
+	f, _ := ticketFixture(t)
+	control := f.control
+	f.models = []ops.ModelDef{ops.Model[Ticket]().ControlTable(control)}
+	f.control = "" // no --control-table
+	r := f.run("", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	require.Equal(t, 0, r.code, r.stderr)
+	router, err := migrate.NewRouter(f.client, migrate.RouterOptions{ControlTable: control})
+	require.NoError(t, err)
+	routes, err := router.Routes(t.Context(), "tickets")
+	require.NoError(t, err)
+	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.IndexTable, Percent: 100}}, routes)
+
+	r = f.run("", "route", "show", "--control-table", "")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "has no control table to read routes from")
 }

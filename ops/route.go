@@ -43,7 +43,7 @@ func runRoute(e *env, args []string) error {
 			continue
 		}
 		if t.controlTable() == "" {
-			return usageErr("route", "%s has no control table to read routes from: set --control-table, or Options.ControlTable in ops.Model's options", t.name())
+			return usageErr("route", "%s has no control table to read routes from: set --control-table, or ops.Model(...).ControlTable", t.name())
 		}
 		routes, err := t.routes(e.ctx)
 		if err != nil {
@@ -123,7 +123,7 @@ func runRouteSet(e *env, args []string) error {
 		return usageErr("route set", "say which partitions read the %s: --partition P (once per partition) or --percent N (every partition: --to %s --percent 100)", k, k)
 	}
 	if t.controlTable() == "" {
-		return usageErr("route set", "%s has no control table to write the route to: set --control-table, or Options.ControlTable in ops.Model's options", t.name())
+		return usageErr("route set", "%s has no control table to write the route to: set --control-table, or ops.Model(...).ControlTable", t.name())
 	}
 	r := migrate.Route{To: k, Percent: *percent}
 	for _, p := range parts {

@@ -28,8 +28,7 @@ import (
 // not ACTIVE, TTL not enabled where tombstones rely on it (index tables,
 // and the base table of a softdelete model), when index tables are kept
 // from the stream (no Options.WriteThrough), a base table without a
-// NEW_AND_OLD_IMAGES stream, a missing control table
-// (Options.ControlTable), a form of an index that exists but is neither
+// NEW_AND_OLD_IMAGES stream, a form of an index that exists but is neither
 // declared nor kept (see keep= in ddbindex.IndexSpec), and, when api can
 // Scan as well (a *dynamodb.Client can: [ddbindex.ScanAPI]), a sharded
 // index whose entries were written under another shards= (it reads up to 8
@@ -47,6 +46,12 @@ import (
 // never deletes, so a form no longer kept stays reported here until it is
 // dropped by hand; and keys or projections that differ, a missing LSI, or a
 // stream or TTL set up otherwise need a decision Prepare does not make.
+//
+// Check looks at the model's tables only: the control table is no model's
+// (see [ControlTableInput]). [CheckControlTable] checks it, [Prepare]
+// creates and checks it when PrepareOptions.ControlTable names it, and a
+// migrate.Router over a missing one reports each failed read (Router.Err,
+// RouterOptions.OnError).
 func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*dynamodb.Options)) error {
 	const op = "Check"
 	ts, err := tablesOf(t, ddbindex.ErrInvalidQuery, op)
@@ -59,7 +64,7 @@ func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...
 	if err := checkClientOptions(ddbindex.ErrInvalidQuery, op, "client option", optFns); err != nil {
 		return err
 	}
-	sv, err := survey(ctx, ts, apiCalls{api}, optFns)
+	sv, err := survey(ctx, ts, "", apiCalls{api}, optFns)
 	if err != nil {
 		return err
 	}
@@ -76,6 +81,44 @@ func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...
 	if sc, ok := api.(ddbindex.ScanAPI); ok {
 		if err := checkShards(ctx, ts, scanCalls{sc}, addf, optFns); err != nil {
 			return err
+		}
+	}
+	if len(problems) > 0 {
+		return &Error{Problems: problems}
+	}
+	return nil
+}
+
+// CheckControlTable checks the control table named name (see
+// [ControlTableInput]) as [Check] checks a model's tables: it reports, in
+// one [*Error], a control table that does not exist (no migrate.Router
+// could read the fleet's routes, no DynamoDB checkpoint store could save a
+// position) or that is keyed otherwise than ControlTableInput makes it.
+// optFns are applied to every request, as the SDK's own per-call options.
+//
+// A failed call to DynamoDB is a [*ddbindex.Error]
+// ([ddbindex.ErrDynamoDB]). An empty name, a nil api or a nil option
+// function fails with an error matching [ddbindex.ErrInvalidQuery], before
+// any request.
+func CheckControlTable(ctx context.Context, name string, api API, optFns ...func(*dynamodb.Options)) error {
+	const op = "CheckControlTable"
+	if name == "" {
+		return invalid(ddbindex.ErrInvalidQuery, op, "no control table (an empty name)")
+	}
+	if isNil(api) {
+		return invalid(ddbindex.ErrInvalidQuery, op, "no API (a nil client) to describe the control table with")
+	}
+	if err := checkClientOptions(ddbindex.ErrInvalidQuery, op, "client option", optFns); err != nil {
+		return err
+	}
+	sv := newSurveyed(ctx, apiCalls{api}, optFns)
+	if err := sv.control(name); err != nil {
+		return err
+	}
+	var problems []string
+	for _, g := range sv.gaps {
+		if g.problem != "" {
+			problems = append(problems, g.problem)
 		}
 	}
 	if len(problems) > 0 {
@@ -120,24 +163,33 @@ type surveyed struct {
 	lookup func(name string) (*types.TableDescription, error)
 }
 
-// survey compares the described tables with the live ones and lists every
-// gap, in the order Check reports them. It changes nothing.
-func survey(ctx context.Context, ts *spec.Tables, api API, optFns []func(*dynamodb.Options)) (*surveyed, error) {
-	sv := &surveyed{lookup: func(name string) (*types.TableDescription, error) {
+func newSurveyed(ctx context.Context, api API, optFns []func(*dynamodb.Options)) *surveyed {
+	return &surveyed{lookup: func(name string) (*types.TableDescription, error) {
 		return describeTable(ctx, api, name, optFns)
 	}}
-	add := func(g gap) { sv.gaps = append(sv.gaps, g) }
-	unfixable := func(format string, args ...any) { add(gap{problem: fmt.Sprintf(format, args...)}) }
-	// status adds what an existing table's status asks of Prepare.
-	status := func(desc *types.TableDescription, name string) {
-		switch desc.TableStatus {
-		case types.TableStatusActive, "":
-		case types.TableStatusCreating, types.TableStatusUpdating:
-			add(gap{fix: fixWaitTable, table: name})
-		default:
-			add(gap{refusal: fmt.Sprintf("table %s is %s: Prepare changes ACTIVE tables only (it waits for CREATING and UPDATING ones)", name, desc.TableStatus)})
-		}
+}
+
+func (sv *surveyed) add(g gap) { sv.gaps = append(sv.gaps, g) }
+
+// status adds what an existing table's status asks of Prepare.
+func (sv *surveyed) status(desc *types.TableDescription, name string) {
+	switch desc.TableStatus {
+	case types.TableStatusActive, "":
+	case types.TableStatusCreating, types.TableStatusUpdating:
+		sv.add(gap{fix: fixWaitTable, table: name})
+	default:
+		sv.add(gap{refusal: fmt.Sprintf("table %s is %s: Prepare changes ACTIVE tables only (it waits for CREATING and UPDATING ones)", name, desc.TableStatus)})
 	}
+}
+
+// survey compares the described tables, and the control table named control
+// unless it is "", with the live ones and lists every gap, in the order
+// Check reports them. It changes nothing.
+func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFns []func(*dynamodb.Options)) (*surveyed, error) {
+	sv := newSurveyed(ctx, api, optFns)
+	add := sv.add
+	unfixable := func(format string, args ...any) { add(gap{problem: fmt.Sprintf(format, args...)}) }
+	status := sv.status
 	ttlAttr := ts.TTLAttr
 	ttl := func(what, name, why string) error {
 		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}, optFns...)
@@ -243,21 +295,31 @@ func survey(ctx context.Context, ts *spec.Tables, api API, optFns []func(*dynamo
 			return nil, err
 		}
 	}
-	if in := ts.ControlTableInput(); in != nil {
-		name := ts.Control.Name
-		desc, err := sv.lookup(name)
-		if err != nil {
+	if control != "" {
+		if err := sv.control(control); err != nil {
 			return nil, err
-		}
-		if desc == nil {
-			add(gap{problem: fmt.Sprintf("control table %s (Options.ControlTable) does not exist: no migrate.Router can read the fleet's routes", name),
-				fix: fixCreateTable, table: name, create: in})
-		} else {
-			status(desc, name)
-			checkKeys(unfixable, "control table "+name, ts.Control.PK, ts.Control.SK, desc.KeySchema, desc.AttributeDefinitions)
 		}
 	}
 	return sv, nil
+}
+
+// control adds the gaps of the control table named name: missing, not
+// ACTIVE, or keyed otherwise than ControlTableInput makes it.
+func (sv *surveyed) control(name string) error {
+	desc, err := sv.lookup(name)
+	if err != nil {
+		return err
+	}
+	if desc == nil {
+		sv.add(gap{problem: fmt.Sprintf("control table %s does not exist: no migrate.Router can read the fleet's routes", name),
+			fix: fixCreateTable, table: name, create: ControlTableInput(name)})
+		return nil
+	}
+	sv.status(desc, name)
+	kt := spec.ControlTable(name)
+	checkKeys(func(format string, args ...any) { sv.add(gap{problem: fmt.Sprintf(format, args...)}) },
+		"control table "+name, kt.PK, kt.SK, desc.KeySchema, desc.AttributeDefinitions)
+	return nil
 }
 
 // kindWord is how messages name a GSI or an LSI.

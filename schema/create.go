@@ -55,7 +55,7 @@ type CreateOptions struct {
 // GSIs and LSIs, and each index table; waits until they are active; and
 // enables TTL on the index tables, and on the base table of a softdelete
 // model (its tombstones expire too). Tables are billed on demand. It does
-// not create the control table (see [ControlTableInput]). It is meant for
+// not create the control table (see [ControlTableInput]; [Prepare] does). It is meant for
 // tests, examples and bootstrapping; production tables usually come from
 // infrastructure code, which [Check] verifies, or from [Prepare].
 //
@@ -154,16 +154,18 @@ func CreateTableInputs[T any](t *ddbindex.Table[T], stream bool) []*dynamodb.Cre
 }
 
 // ControlTableInput returns the CreateTable request of the control table
-// that t's Options.ControlTable names: one small on-demand table, shared by
-// every model of a service (it holds the routes of ddbindex.Table.SetRoute,
-// and the checkpoints of package stream's and package migrate's DynamoDB
-// stores). nil when t names none, or t is nil.
-func ControlTableInput[T any](t *ddbindex.Table[T]) *dynamodb.CreateTableInput {
-	ts, err := tablesOf(t, ddbindex.ErrInvalidWrite, "ControlTableInput")
-	if err != nil {
+// named name: one small on-demand table, shared by every model of a
+// service, keyed by the strings "pk" and "sk". It holds the routes of
+// package migrate's Router (RouterOptions.ControlTable) and the positions of
+// the DynamoDB stores of package migrate and package stream
+// (DynamoDBCheckpoints.Table). No model names it: the application gives the
+// same name here, to [PrepareOptions].ControlTable and to those packages.
+// An empty name names no table: nil.
+func ControlTableInput(name string) *dynamodb.CreateTableInput {
+	if name == "" {
 		return nil
 	}
-	return ts.ControlTableInput()
+	return spec.ControlTable(name).Input()
 }
 
 // tablesOf describes t's tables, or returns an error of op's arguments

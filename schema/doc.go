@@ -1,15 +1,19 @@
 // Package schema makes and checks the DynamoDB tables that a ddbindex
 // model declares: the base table with its GSIs and LSIs, each index table,
 // TTL where tombstones rely on it, the NEW_AND_OLD_IMAGES stream that keeps
-// index tables, and the control table of the routes.
+// index tables, and the service's control table (routes, checkpoints).
 //
 //   - [CreateTables] creates them from the declarations and waits until they
 //     are active: for tests, examples and bootstrapping.
 //     [CreateTableInputs] and [ControlTableInput] return the same
 //     CreateTable requests, for callers that create tables their own way.
+//     The control table is no model's: its name is given to
+//     ControlTableInput, [CheckControlTable] and PrepareOptions.ControlTable,
+//     as to package migrate and package stream.
 //   - [Check] compares the declarations with the live tables and reports
 //     every difference in one [*Error] (ddbindex.ErrSchemaMismatch,
 //     DDBX-500): run it at start-up, or in a deployment pipeline.
+//     [CheckControlTable] does the same for the control table.
 //   - [Prepare] brings existing tables to what the declarations need: it
 //     creates what is missing (tables, GSIs), enables the stream and TTL,
 //     waits for what is being created, and reports what it did ([Report]).
@@ -40,6 +44,7 @@
 // nil option function, a negative duration; 0 means the default)
 // ddbindex.ErrDeclaration, and a nil table or client
 // ddbindex.ErrInvalidWrite (CreateTables, Prepare) or
-// ddbindex.ErrInvalidQuery (Check, and a nil among its per-call options),
-// all raised before any request.
+// ddbindex.ErrInvalidQuery (Check, CheckControlTable, and a nil among
+// their per-call options), all raised before any request; so is an empty
+// control table name.
 package schema

@@ -13,7 +13,7 @@ import (
 // ddbindex with errors.Is, and ddbindex.Code gives its code.
 
 // Error lists every difference between the declarations and the live
-// tables: what [Check] found, what [Prepare] cannot close, or the step
+// tables: what [Check] or [CheckControlTable] found, what [Prepare] cannot close, or the step
 // Prepare could not finish. It matches [ddbindex.ErrSchemaMismatch] (code
 // DDBX-500).
 type Error struct {
@@ -42,10 +42,10 @@ func (e *Error) Code() string { return ddbindex.Code(ddbindex.ErrSchemaMismatch)
 
 // invalid is an error of a call's arguments, matching sentinel:
 // ddbindex.ErrDeclaration for options CreateTables and Prepare cannot
-// honour; for a nil table or client ddbindex.ErrInvalidWrite (CreateTables
-// and Prepare, which change tables) or ddbindex.ErrInvalidQuery (Check,
-// which reads them, and a nil among its per-call options). It is raised
-// before any request.
+// honour; for a nil table or client, or an empty name,
+// ddbindex.ErrInvalidWrite (CreateTables and Prepare, which change tables)
+// or ddbindex.ErrInvalidQuery (Check and CheckControlTable, which read them,
+// and a nil among their per-call options). It is raised before any request.
 func invalid(sentinel error, op, format string, args ...any) error {
 	return fmt.Errorf("%w: schema.%s: "+format, append([]any{sentinel, op}, args...)...)
 }

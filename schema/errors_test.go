@@ -306,5 +306,10 @@ func TestNilArgumentsSendNothing(t *testing.T) {
 	require.Error(t, err)
 	require.Zero(t, f.calls)
 	require.Nil(t, schema.CreateTableInputs[scPlain](nil, true), "a nil table has no tables")
-	require.Nil(t, schema.ControlTableInput[scPlain](nil))
+	require.Nil(t, schema.ControlTableInput(""), "an empty name names no control table")
+	err = schema.CheckControlTable(t.Context(), "", f)
+	require.ErrorIs(t, err, ddbindex.ErrInvalidQuery, "an empty name names no control table")
+	require.Error(t, schema.CheckControlTable(t.Context(), "control", nil))
+	require.Error(t, schema.CheckControlTable(t.Context(), "control", f, nil))
+	require.Zero(t, f.calls)
 }

@@ -168,7 +168,6 @@ func ExamplePrepare() {
 	prefix := examplePrefix()
 	orders, err := ddbindex.New[Order](client, func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return prefix + s }
-		o.ControlTable = prefix + "routes"
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -176,6 +175,7 @@ func ExamplePrepare() {
 	defer deleteTables(client, orders.TableName(), prefix+"routes")
 
 	report, err := schema.Prepare(ctx, orders, client, func(o *schema.PrepareOptions) {
+		o.ControlTable = prefix + "routes"     // the service's, no model's
 		o.WaitMinDelay = 10 * time.Millisecond // a local server is quick
 	})
 	if err != nil {
@@ -184,8 +184,8 @@ func ExamplePrepare() {
 	for _, step := range report.Steps {
 		fmt.Println(strings.ReplaceAll(step, prefix, ""))
 	}
-	fmt.Println("schema check:", schema.Check(ctx, orders, client))
-	again, err := schema.Prepare(ctx, orders, client)
+	fmt.Println("schema check:", schema.Check(ctx, orders, client), schema.CheckControlTable(ctx, prefix+"routes", client))
+	again, err := schema.Prepare(ctx, orders, client, func(o *schema.PrepareOptions) { o.ControlTable = prefix + "routes" })
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -193,6 +193,6 @@ func ExamplePrepare() {
 	// Output:
 	// created table example-orders (GSI by_customer)
 	// created table routes
-	// schema check: <nil>
+	// schema check: <nil> <nil>
 	// second call changed something: false
 }

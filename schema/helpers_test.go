@@ -24,16 +24,12 @@ func scNaming(t testing.TB) func(*ddbindex.Options) {
 }
 
 // scOpen opens T on the test server with naming and optFns, and deletes
-// every table T declares, and its control table, when the test ends. It
-// creates nothing.
+// every table T declares when the test ends. It creates nothing.
 func scOpen[T any](t testing.TB, c *dynamodb.Client, naming func(*ddbindex.Options), optFns ...func(*ddbindex.Options)) *ddbindex.Table[T] {
 	t.Helper()
 	tb, err := ddbindex.New[T](c, append([]func(*ddbindex.Options){naming}, optFns...)...)
 	require.NoError(t, err)
 	for _, in := range schema.CreateTableInputs(tb, false) {
-		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
-	}
-	if in := schema.ControlTableInput(tb); in != nil {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
 	return tb

@@ -54,6 +54,13 @@ type PrepareOptions struct {
 	// ClientOptions are passed to every DynamoDB call Prepare makes, as
 	// the SDK's own per-call options.
 	ClientOptions []func(*dynamodb.Options)
+	// ControlTable names the service's control table (see
+	// [ControlTableInput]): Prepare creates it when it is missing, and
+	// refuses, as for any table, when it exists keyed otherwise. Give the
+	// name the application gives migrate.RouterOptions.ControlTable and the
+	// DynamoDB checkpoint stores. Default: none, and Prepare leaves the
+	// control table alone.
+	ControlTable string
 }
 
 // Event is what one poll of a wait in [Prepare] saw: PrepareOptions.Progress
@@ -116,7 +123,7 @@ func (r Report) Changed() bool {
 // It creates the base table when it is missing (as [CreateTableInputs]
 // describes it, with its GSIs and LSIs), each missing index table (of the
 // declared type or kept, see keep= in ddbindex.IndexSpec), and the control
-// table when Options.ControlTable names one; on an existing base table it
+// table when PrepareOptions.ControlTable names one; on an existing base table it
 // adds each missing GSI, declared or kept, one UpdateTable at a time as
 // DynamoDB requires, and waits until it is ACTIVE; it enables the base
 // table's NEW_AND_OLD_IMAGES stream when index tables are kept from the
@@ -185,7 +192,7 @@ func Prepare[T any](ctx context.Context, t *ddbindex.Table[T], api PrepareAPI, o
 	}
 	o.WaitMaxDelay = max(o.WaitMaxDelay, o.WaitMinDelay)
 	p := &preparer{ts: ts, api: prepareCalls{apiCalls{api}, api}, o: o}
-	sv, err := survey(ctx, ts, p.api, o.ClientOptions)
+	sv, err := survey(ctx, ts, o.ControlTable, p.api, o.ClientOptions)
 	if err != nil {
 		return p.rep, err
 	}

@@ -94,7 +94,7 @@ type ppKeptSoft struct {
 
 // ppTables returns a Table for T on physical names unique to the test
 // (sharing prefix with other models of the test), and deletes every table
-// T declares, and the control table, when the test ends. It creates nothing.
+// T declares when the test ends. It creates nothing.
 func ppTables[T any](t *testing.T, c *dynamodb.Client, prefix string, optFns ...func(*ddbindex.Options)) *ddbindex.Table[T] {
 	t.Helper()
 	fns := append([]func(*ddbindex.Options){func(o *ddbindex.Options) {
@@ -103,9 +103,6 @@ func ppTables[T any](t *testing.T, c *dynamodb.Client, prefix string, optFns ...
 	tb, err := ddbindex.New[T](c, fns...)
 	require.NoError(t, err)
 	for _, in := range schema.CreateTableInputs(tb, false) {
-		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
-	}
-	if in := schema.ControlTableInput(tb); in != nil {
 		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 	}
 	return tb
@@ -330,19 +327,23 @@ func TestPrepareRefusesStreamAndTTLOfAnotherKind(t *testing.T) {
 }
 
 // With nothing there, Prepare creates the base table with both forms of the
-// index and the control table of the routes; Check then passes.
-// (Package migrate's tests route through a control table made so.)
+// index and, named in PrepareOptions, the control table of the routes;
+// Check and CheckControlTable then pass. Check looks at the model's tables
+// only. (Package migrate's tests route through a control table made so.)
 func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	control := ddbtest.Name(t, "control")
-	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""), func(o *ddbindex.Options) { o.ControlTable = control })
+	ddbtest.DeleteOnCleanup(t, c, control)
+	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""))
 	scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, c)),
-		"table "+tb.TableName()+" does not exist",
-		"control table "+control+" (Options.ControlTable) does not exist")
+		"table "+tb.TableName()+" does not exist")
+	scRequireProblems(t, scProblems(t, schema.CheckControlTable(ctx, control, c)),
+		"control table "+control+" does not exist")
 
-	rep, err := schema.Prepare(ctx, tb, c)
+	withControl := func(o *schema.PrepareOptions) { o.ControlTable = control }
+	rep, err := schema.Prepare(ctx, tb, c, withControl)
 	require.NoError(t, err)
 	require.Equal(t, schema.Report{
 		Steps: []string{
@@ -352,9 +353,34 @@ func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 		CreatedTables: []string{tb.TableName(), control},
 	}, rep)
 	require.NoError(t, schema.Check(ctx, tb, c))
-	again, err := schema.Prepare(ctx, tb, c)
+	require.NoError(t, schema.CheckControlTable(ctx, control, c))
+	again, err := schema.Prepare(ctx, tb, c, withControl)
 	require.NoError(t, err)
 	require.Equal(t, schema.Report{}, again)
+}
+
+// A control table keyed otherwise than ControlTableInput makes it is
+// reported by CheckControlTable, and Prepare refuses it and changes nothing.
+func TestControlTableKeyedOtherwise(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := ddbtest.Client(t)
+	control := ddbtest.Name(t, "control")
+	ddbtest.CreateTable(t, c, &dynamodb.CreateTableInput{
+		TableName:            aws.String(control),
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	err := schema.CheckControlTable(ctx, control, c)
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+	require.ErrorContains(t, err, "control table "+control)
+
+	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""))
+	rep, err := schema.Prepare(ctx, tb, c, func(o *schema.PrepareOptions) { o.ControlTable = control })
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+	require.ErrorContains(t, err, "control table "+control)
+	require.False(t, rep.Changed(), "Prepare changes nothing when it finds a gap it cannot close")
 }
 
 // On a server without streams (dynalite), a new base table created with a

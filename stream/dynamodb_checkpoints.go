@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/spec"
 )
 
 // This file holds DynamoDBCheckpoints: a consumer group's checkpoints and
@@ -21,9 +22,11 @@ import (
 // DynamoDBCheckpoints keeps the checkpoints and leases of a group of
 // consumers in a DynamoDB table, so that a consumer resumes after a restart
 // or a crash where it stopped, and consumers of one stream share its shards
-// (see [Leases]). The control table that ddbindex.Options.ControlTable
-// names does ([schema.ControlTableInput] describes it, schema.Prepare
-// creates it; routes and backfill checkpoints live there too).
+// (see [Leases]). The service's control table does: Table is its name, the
+// one the application gives package schema ([schema.ControlTableInput]
+// describes it, schema.Prepare creates it with PrepareOptions.ControlTable)
+// and package migrate (RouterOptions.ControlTable), whose routes and
+// backfill checkpoints live there too.
 //
 // Every item of a group has the partition key "pk" = "stream#" + Name. A
 // shard is one item, sort key "sk" = "shard#" + its shard ID, holding the
@@ -41,7 +44,9 @@ import (
 type DynamoDBCheckpoints struct {
 	// Client sends the requests. *dynamodb.Client implements it.
 	Client ddbindex.Client
-	// Table is the table's physical name.
+	// Table is the physical name of the control table: no model names
+	// it, the application gives it here as to the other users of the
+	// control table.
 	Table string
 	// Name names the group: consumers with the same Name share checkpoints
 	// and leases. Use one Name per stream and set of index tables kept from
@@ -73,8 +78,8 @@ func (s *DynamoDBCheckpoints) check() error {
 
 func (s *DynamoDBCheckpoints) key(sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name},
-		"sk": &types.AttributeValueMemberS{Value: sk},
+		spec.ControlPK: &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name},
+		spec.ControlSK: &types.AttributeValueMemberS{Value: sk},
 	}
 }
 
@@ -163,7 +168,7 @@ func (s *DynamoDBCheckpoints) ListLeases(ctx context.Context) ([]Lease, error) {
 		TableName:                 aws.String(s.Table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ProjectionExpression:      aws.String("#sk, #owner, #until, #ended"),
-		ExpressionAttributeNames:  map[string]string{"#pk": "pk", "#sk": "sk", "#owner": "owner", "#until": "until", "#ended": "ended"},
+		ExpressionAttributeNames:  map[string]string{"#pk": spec.ControlPK, "#sk": spec.ControlSK, "#owner": "owner", "#until": "until", "#ended": "ended"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name}},
 		ConsistentRead:            aws.Bool(true),
 	}
@@ -190,7 +195,7 @@ func (s *DynamoDBCheckpoints) ListLeases(ctx context.Context) ([]Lease, error) {
 // leaseFromItem reads a lease or heartbeat item.
 func leaseFromItem(item map[string]types.AttributeValue) (Lease, error) {
 	var l Lease
-	sk, ok := item["sk"].(*types.AttributeValueMemberS)
+	sk, ok := item[spec.ControlSK].(*types.AttributeValueMemberS)
 	if !ok {
 		return l, errors.New("no sort key")
 	}

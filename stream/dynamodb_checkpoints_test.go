@@ -23,15 +23,13 @@ import (
 // Tests of DynamoDBCheckpoints' own conditional logic, against the test
 // server (both servers: it needs no streams).
 
-// newControlTable creates a control table (ddbindex's ControlTableInput)
-// for the test and returns a store of group name in it.
+// newControlTable creates a control table (schema.ControlTableInput) for
+// the test and returns a store of group name in it.
 func newControlTable(t testing.TB, name string) *DynamoDBCheckpoints {
 	t.Helper()
 	c := ddbtest.Client(t)
 	table := ddbtest.Name(t, "control")
-	tb, err := ddbindex.New[stTicket](c, func(o *ddbindex.Options) { o.ControlTable = table })
-	require.NoError(t, err)
-	ddbtest.CreateTable(t, c, schema.ControlTableInput(tb))
+	ddbtest.CreateTable(t, c, schema.ControlTableInput(table))
 	return &DynamoDBCheckpoints{Client: c, Table: table, Name: name}
 }
 

@@ -128,7 +128,7 @@ func ExampleDynamoDBCheckpoints() {
 	ctx := context.Background()
 	var db *dynamodb.Client             // your DynamoDB client
 	var streams *dynamodbstreams.Client // your DynamoDB Streams client
-	notes, err := ddbindex.New[Note](db, func(o *ddbindex.Options) { o.ControlTable = "control" })
+	notes, err := ddbindex.New[Note](db)
 	if err != nil {
 		log.Fatal(err)
 	}

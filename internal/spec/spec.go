@@ -122,9 +122,6 @@ type Tables struct {
 	// IndexTables are the index tables, every form of every index that is
 	// a table of its own (declared or kept), in declaration order.
 	IndexTables []KeyTable
-	// Control is the control table (Options.ControlTable); nil when the
-	// model names none.
-	Control *KeyTable
 	// TTLAttr is the attribute TTL must be enabled on (TableSpec ttlattr=).
 	TTLAttr string
 	// TTL are the physical tables whose tombstones TTL must remove: the
@@ -203,23 +200,37 @@ func (ts *Tables) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 	}
 	out := []*dynamodb.CreateTableInput{base}
 	for _, it := range ts.IndexTables {
-		out = append(out, it.input())
+		out = append(out, it.Input())
 	}
 	return out
 }
 
-// ControlTableInput returns the CreateTable request of the control table,
-// billed on demand; nil when the model names none.
-func (ts *Tables) ControlTableInput() *dynamodb.CreateTableInput {
-	if ts.Control == nil {
-		return nil
+// The control table is no model's: one small table per service, whose
+// name the application gives to package schema (PrepareOptions.ControlTable,
+// ControlTableInput, CheckControlTable), to package migrate
+// (RouterOptions.ControlTable, DynamoDBCheckpoints.Table) and to package
+// stream (DynamoDBCheckpoints.Table). It holds the items of migrate's
+// routes, of Backfill's checkpoints and of stream's checkpoints and leases,
+// each kind under partition keys of its own prefix. ControlPK and ControlSK
+// are its key attributes, both strings: the one place that names them.
+const (
+	ControlPK = "pk"
+	ControlSK = "sk"
+)
+
+// ControlTable returns the control table named name, keyed by ControlPK
+// and ControlSK.
+func ControlTable(name string) KeyTable {
+	return KeyTable{
+		Name: name,
+		PK:   Key{Attr: ControlPK, Type: types.ScalarAttributeTypeS},
+		SK:   &Key{Attr: ControlSK, Type: types.ScalarAttributeTypeS},
 	}
-	return ts.Control.input()
 }
 
-// input is the CreateTable request of a table keyed as kt, without indexes
-// or stream, billed on demand.
-func (kt KeyTable) input() *dynamodb.CreateTableInput {
+// Input returns the CreateTable request of a table keyed as kt, without
+// indexes or stream, billed on demand.
+func (kt KeyTable) Input() *dynamodb.CreateTableInput {
 	defs := map[string]types.ScalarAttributeType{}
 	ks := KeySchema(kt.PK, kt.SK, defs)
 	return &dynamodb.CreateTableInput{
