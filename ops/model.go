@@ -63,7 +63,7 @@ type table interface {
 	routes(ctx context.Context) (map[string]migrate.Route, error)
 	refreshRoutes(ctx context.Context) error
 	setRoute(ctx context.Context, index string, r migrate.Route) error
-	sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
+	sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
 }
 
 // query is a Query's settings, as the command line gives them.
@@ -189,7 +189,7 @@ func (x *tableOf[T]) setRoute(ctx context.Context, index string, r migrate.Route
 // partitions of index ix, and returns their component values in key order
 // with the number of items scanned. Items without the partition's
 // attributes (not in the index) are passed over.
-func (x *tableOf[T]) sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error) {
+func (x *tableOf[T]) sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error) {
 	type found struct {
 		key    string
 		values []any
