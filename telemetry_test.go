@@ -95,7 +95,7 @@ func TestTelemetryQueryThroughTombstones(t *testing.T) {
 	assert.Zero(t, m.Sum("ddbindex.errors"))
 	assert.Equal(t, "{request}", m.Unit("ddbindex.requests"))
 	assert.Equal(t, "1", m.Unit("ddbindex.tombstone_ratio"))
-	assert.Equal(t, ScopeName, m.Scope("ddbindex.requests"))
+	assert.Equal(t, scopeName, m.Scope("ddbindex.requests"))
 
 	spans := h.Spans("ddbindex.Page")
 	require.Len(t, spans, 1)
