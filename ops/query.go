@@ -124,8 +124,8 @@ func (q *queryFlags) query(cmd string, ix ddbindex.IndexInfo) (query, error) {
 // describe renders a query for messages.
 func (q query) describe() string {
 	s := "partition " + formatTuple(q.partition)
-	if !q.cond.IsZero() {
-		s += ", " + q.cond.String()
+	if c := q.cond.String(); c != (ddbindex.SortCondition{}).String() {
+		s += ", " + c
 	}
 	if q.desc {
 		return s + ", descending"
