@@ -51,8 +51,8 @@
 // attributes on the base items) in parallel segments, at a capped write
 // rate, resuming from checkpoints after a crash. Package github.com/ddbindex/ddbindex/ops builds an operator
 // command for these steps from the application's own models; for tools like
-// it, [Table.Indexes] describes a model's indexes and [Table.InspectCursor]
-// decodes a cursor and says why it is refused.
+// it, [Table.Indexes] describes a model's indexes (package ops's
+// InspectCursor decodes a cursor and says why it is refused).
 //
 // During a migration an index keeps two forms (keep= in its IndexSpec), and
 // two seams route and compare its reads: [Options].Router picks the form

@@ -123,7 +123,6 @@ func TestNilSafety(t *testing.T) {
 	w.Walk(t, (*ddbindex.Table[nilModel]).Indexes)
 	w.Walk(t, (*ddbindex.Table[nilModel]).Marshal)
 	w.Walk(t, (*ddbindex.Table[nilModel]).IndexWrites)
-	w.Walk(t, (*ddbindex.Table[nilModel]).InspectCursor)
 	w.Walk(t, (*ddbindex.Table[nilModel]).Get)
 	w.Walk(t, (*ddbindex.Table[nilModel]).BatchGet)
 	w.Walk(t, (*ddbindex.Table[nilModel]).Put)
@@ -179,7 +178,6 @@ func TestNilSafetySentinels(t *testing.T) {
 			for _, err := range tb.Query("").All(ctx) {
 				reads["All"] = err
 			}
-			_, reads["InspectCursor"] = tb.InspectCursor("", "")
 			for op, err := range reads {
 				requireSentinel(t, err, ddbindex.ErrInvalidQuery, name+" Table's "+op)
 			}

@@ -59,7 +59,7 @@ type table interface {
 	backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error)
 	compare(ctx context.Context, q query) (*migrate.Comparison, error)
 	explain(q query) (*ddbindex.Explanation, error)
-	inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error)
+	inspectCursor(index, cursor string) (*CursorInfo, error)
 	routes(ctx context.Context) (map[string]migrate.Route, error)
 	refreshRoutes(ctx context.Context) error
 	setRoute(ctx context.Context, index string, r migrate.Route) error
@@ -168,8 +168,8 @@ func (x *tableOf[T]) compare(ctx context.Context, q query) (*migrate.Comparison,
 
 func (x *tableOf[T]) explain(q query) (*ddbindex.Explanation, error) { return x.query(q).Explain() }
 
-func (x *tableOf[T]) inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error) {
-	return x.t.InspectCursor(index, cursor)
+func (x *tableOf[T]) inspectCursor(index, cursor string) (*CursorInfo, error) {
+	return InspectCursor(x.t, index, cursor)
 }
 
 // The route methods need a control table: the commands check

@@ -17,6 +17,10 @@
 // a sharded index's entry is in its shard), since it alone owns each index's
 // layout; package schema creates, checks and prepares the tables from that
 // description (Tables, in tables.go).
+//
+// For the cursor diagnostic (package ops): the core owns the cursor format
+// and every check of a cursor; package ops presents what a cursor holds
+// (InspectCursor, in cursor.go).
 package bridge
 
 import (
