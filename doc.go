@@ -57,8 +57,8 @@
 // During a migration an index keeps two forms (keep= in its IndexSpec), and
 // two seams route and compare its reads: [Options].Router picks the form
 // that serves each read ([Query.Via] chooses one for a single query), and
-// [Options].Observer sees each page read, with a [ReadEvent] that compares
-// it with the same page on the other form. Package
+// [Options].Observer sees each page read, as a [ReadEvent] (package
+// migrate's Shadows compares it with the same page on the other form). Package
 // github.com/ddbindex/ddbindex/migrate implements them: static routes, the
 // fleet's routes in a control table, shadow reads, and whole-query
 // comparisons. A read of an index with one form, and every read of a Table

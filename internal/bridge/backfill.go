@@ -21,6 +21,11 @@
 // For the cursor diagnostic (package ops): the core owns the cursor format
 // and every check of a cursor; package ops presents what a cursor holds
 // (InspectCursor, in cursor.go).
+//
+// For shadow reads (package migrate's Shadows): the core compares a page a
+// read served with the same page on the index's other form, since it alone
+// knows each form's layout; package migrate decides which pages to compare,
+// when to re-check, and reports what it finds (Comparer, in compare.go).
 package bridge
 
 import (
