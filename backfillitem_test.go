@@ -16,12 +16,17 @@ type fillStats struct {
 	Scanned, Written, Skipped, Unchanged, Sparse, Tombstones int
 }
 
+// scanAPI is the client fillIndex scans the base table with.
+type scanAPI interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
 // fillIndex fills the form of index that a backfill fills, from the items in
 // the base table, through the core's write of each item (backfill.go): the
 // scan in one segment, without checkpoints, rate limit or progress. It is
 // for the root package's tests that need an index filled; package migrate's
 // Backfill, which adds the rest, has its own tests.
-func fillIndex[T any](ctx context.Context, t *Table[T], api ScanAPI, index string) (fillStats, error) {
+func fillIndex[T any](ctx context.Context, t *Table[T], api scanAPI, index string) (fillStats, error) {
 	var st fillStats
 	b, err := t.newBackfill(index)
 	if err != nil {

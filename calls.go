@@ -166,11 +166,3 @@ func transactTables(in *dynamodb.TransactWriteItemsInput) []string {
 	slices.Sort(names)
 	return names
 }
-
-// ScanAPI is the part of the DynamoDB client that scans a table: what
-// schema.Check, given a client that can Scan as well, reads a sharded
-// index's entries with (package migrate's Backfill takes a client of the
-// same shape). *dynamodb.Client implements it.
-type ScanAPI interface {
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ddbindex/ddbindex/internal/bridge"
 )
 
 // This file owns cursors: the only way a position crosses to a caller and
@@ -345,43 +347,24 @@ func untrustedLabel(name string) string {
 	return fmt.Sprintf("index %q", untrusted(name))
 }
 
-// CursorInfo is what a cursor holds, as [Table.InspectCursor] decodes it.
-type CursorInfo struct {
-	// Index is the logical index the cursor was minted for ("" for the
-	// base table).
-	Index string
-	// Desc reports that a descending query minted it.
-	Desc bool
-	// Signed reports that it carries an HMAC that one of
-	// Options.CursorKeys verified (with no keys, cursors are unsigned).
-	Signed bool
-	// Position is the last item of the page that minted it, where the next
-	// page continues: the fields of the index key, then those of the base
-	// key, in the order the cursor holds them.
-	Position []CursorField
-	// Next is the first live item after the page, which the page fill read
-	// ahead: the next page starts just before it, without reading again the
-	// tombstones between. Nil when the cursor has none (Options.PlainCursors,
-	// or a page whose read-ahead found nothing).
-	Next []CursorField
+func init() {
+	bridge.InspectCursor = func(table any, index, cursor string) (*bridge.Cursor, error) {
+		t, ok := table.(inspectable)
+		if !ok {
+			return nil, fmt.Errorf("%w: InspectCursor: %T is not a *ddbindex.Table", ErrInvalidQuery, table)
+		}
+		return t.inspectCursor(index, cursor)
+	}
 }
 
-// CursorField is one field of a cursor's position.
-type CursorField struct {
-	// Attr is the field's attribute name.
-	Attr string
-	// Text is its key text as the cursor carries it: the canonical text of
-	// the value, as [EncodeKey] writes a component before escaping.
-	Text string
-	// Value is the text read back into the field's Go type (a string,
-	// an integer, a time.Time, ...); nil for a KeyTexter type whose pointer
-	// is no KeyTextParser.
-	Value any
+// inspectable is what *Table[T] is to internal/bridge, whatever T.
+type inspectable interface {
+	inspectCursor(index, cursor string) (*bridge.Cursor, error)
 }
 
-// InspectCursor decodes a cursor as a query of the named index ("" for the
-// base table) would, and returns what it holds: for operators and tools
-// that explain a cursor a client sent (package ops's "cursor inspect").
+// inspectCursor decodes a cursor as a query of the named index ("" for the
+// base table) would, and returns what it holds: for package ops's
+// InspectCursor and its "cursor inspect" command, through internal/bridge.
 // It sends nothing.
 //
 // It makes every check that does not depend on the query: the size cap,
@@ -390,12 +373,12 @@ type CursorField struct {
 // start key for each form of the index, and that the next position, when
 // there is one, follows the position (a query whose filter differs from
 // the one that minted the cursor ignores the next position, and does not
-// check it). What depends on the query, its
-// partition, sort condition and order, a query's Page, All or Explain
-// checks with the cursor given to After. A cursor that fails a check is a
-// *Error (matching [ErrInvalidCursor]) whose Reason says which; an
-// index the model does not declare is an [ErrInvalidQuery] *Error.
-func (t *Table[T]) InspectCursor(index, cursor string) (*CursorInfo, error) {
+// check it). What depends on the query, its partition, sort condition and
+// order, a query's Page, All or Explain checks with the cursor given to
+// After. A cursor that fails a check is a *Error (matching
+// [ErrInvalidCursor]) whose Reason says which; an index the model does not
+// declare is an [ErrInvalidQuery] *Error.
+func (t *Table[T]) inspectCursor(index, cursor string) (*bridge.Cursor, error) {
 	if err := t.usable("InspectCursor", ErrInvalidQuery); err != nil {
 		return nil, err
 	}
@@ -424,7 +407,7 @@ func (t *Table[T]) InspectCursor(index, cursor string) (*CursorInfo, error) {
 	if c.next != nil && !d.follows(c.next, c.at, desc) {
 		return nil, cursorErr(nil, "the next position does not follow the position")
 	}
-	info := &CursorInfo{Index: d.name, Desc: desc, Signed: len(t.opts.CursorKeys) > 0, Position: cursorFields(d, c.at)}
+	info := &bridge.Cursor{Index: d.name, Desc: desc, Signed: len(t.opts.CursorKeys) > 0, Position: cursorFields(d, c.at)}
 	if c.next != nil {
 		info.Next = cursorFields(d, c.next)
 	}
@@ -432,10 +415,10 @@ func (t *Table[T]) InspectCursor(index, cursor string) (*CursorInfo, error) {
 }
 
 // cursorFields names the texts of pos by d's slots, with their values.
-func cursorFields(d *layout, pos position) []CursorField {
-	out := make([]CursorField, len(d.slots))
+func cursorFields(d *layout, pos position) []bridge.CursorField {
+	out := make([]bridge.CursorField, len(d.slots))
 	for i, f := range d.slots {
-		out[i] = CursorField{Attr: f.attr, Text: pos[i]}
+		out[i] = bridge.CursorField{Attr: f.attr, Text: pos[i]}
 		v := reflect.New(f.typ).Elem()
 		if f.canon.parse(pos[i], v) == nil {
 			out[i].Value = v.Interface()

@@ -51,14 +51,14 @@
 // attributes on the base items) in parallel segments, at a capped write
 // rate, resuming from checkpoints after a crash. Package github.com/ddbindex/ddbindex/ops builds an operator
 // command for these steps from the application's own models; for tools like
-// it, [Table.Indexes] describes a model's indexes and [Table.InspectCursor]
-// decodes a cursor and says why it is refused.
+// it, [Table.Indexes] describes a model's indexes (package ops's
+// InspectCursor decodes a cursor and says why it is refused).
 //
 // During a migration an index keeps two forms (keep= in its IndexSpec), and
 // two seams route and compare its reads: [Options].Router picks the form
 // that serves each read ([Query.Via] chooses one for a single query), and
-// [Options].Observer sees each page read, with a [ReadEvent] that compares
-// it with the same page on the other form. Package
+// [Options].Observer sees each page read, as a [ReadEvent] (package
+// migrate's Shadows compares it with the same page on the other form). Package
 // github.com/ddbindex/ddbindex/migrate implements them: static routes, the
 // fleet's routes in a control table, shadow reads, and whole-query
 // comparisons. A read of an index with one form, and every read of a Table

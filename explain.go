@@ -163,7 +163,7 @@ func (q Query[T]) Explain() (*Explanation, error) {
 		}
 		limit := q.limit
 		if limit == 0 {
-			limit = DefaultPageSize
+			limit = defaultPageSize
 		}
 		want := pageWant(limit, true)
 		if p.shard != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/bridge"
 )
 
 // inspectDoc is a model with a composite index-table sort key of a string,
@@ -25,10 +27,10 @@ type inspectDoc struct {
 	} `dynamodbav:"nested"`
 }
 
-// TestInspectCursor decodes cursors minted by real pages: the index, the
-// order, every field with its key text and typed value, and the next
-// position; and says why it refuses broken ones, with the reasons a query
-// would give.
+// TestInspectCursor decodes cursors minted by real pages, as package ops's
+// InspectCursor asks through internal/bridge: the index, the order, every
+// field with its key text and typed value, and the next position; and says
+// why it refuses broken ones, with the reasons a query would give.
 func TestInspectCursor(t *testing.T) {
 	t.Parallel()
 	tb, _ := newTestTable[inspectDoc](t, func(o *Options) { o.WriteThrough = false })
@@ -46,11 +48,13 @@ func TestInspectCursor(t *testing.T) {
 	page, err := tb.Query("by_kind", "memo").Via(IndexTable).Limit(2).Page(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, page.Cursor)
-	info, err := tb.InspectCursor("by_kind", page.Cursor)
+	info, err := tb.inspectCursor("by_kind", page.Cursor)
 	require.NoError(t, err)
-	field := func(attr, text string, v any) CursorField { return CursorField{Attr: attr, Text: text, Value: v} }
-	pos := func(d inspectDoc) []CursorField {
-		var want []CursorField
+	field := func(attr, text string, v any) bridge.CursorField {
+		return bridge.CursorField{Attr: attr, Text: text, Value: v}
+	}
+	pos := func(d inspectDoc) []bridge.CursorField {
+		var want []bridge.CursorField
 		for _, f := range tb.s.byName["by_kind"].slots {
 			text := reflect.ValueOf(d).FieldByIndex(f.index)
 			ft, err := f.canon.text(text)
@@ -59,7 +63,7 @@ func TestInspectCursor(t *testing.T) {
 		}
 		return want
 	}
-	require.Equal(t, &CursorInfo{Index: "by_kind", Position: pos(docs[1]), Next: pos(docs[2])}, info)
+	require.Equal(t, &bridge.Cursor{Index: "by_kind", Position: pos(docs[1]), Next: pos(docs[2])}, info)
 	require.Equal(t, []string{"kind", "rank", "at", "id"}, []string{info.Position[0].Attr, info.Position[1].Attr, info.Position[2].Attr, info.Position[3].Attr})
 	require.Equal(t, int64(-1), info.Position[1].Value)
 	require.Equal(t, at.Add(time.Minute), info.Position[2].Value)
@@ -68,7 +72,7 @@ func TestInspectCursor(t *testing.T) {
 	// position whichever form minted it.
 	desc, err := tb.Query("by_kind", "memo").Via(GSI).Desc().Limit(1).Page(ctx)
 	require.NoError(t, err)
-	info, err = tb.InspectCursor("by_kind", desc.Cursor)
+	info, err = tb.inspectCursor("by_kind", desc.Cursor)
 	require.NoError(t, err)
 	require.True(t, info.Desc)
 	require.Equal(t, pos(docs[4]), info.Position)
@@ -76,7 +80,7 @@ func TestInspectCursor(t *testing.T) {
 	// Refusals: each an *Error whose Reason says why, as a query's.
 	refused := func(index, cursor, reason string) {
 		t.Helper()
-		_, err := tb.InspectCursor(index, cursor)
+		_, err := tb.inspectCursor(index, cursor)
 		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		require.ErrorIs(t, err, ErrInvalidCursor)
@@ -104,7 +108,7 @@ func TestInspectCursor(t *testing.T) {
 	refused("by_kind", encodeCursor(d, cursorPos{at: empty}, false, nil), "position does not make a start key")
 
 	// An index the model does not declare is a query error.
-	_, err = tb.InspectCursor("by_nothing", page.Cursor)
+	_, err = tb.inspectCursor("by_nothing", page.Cursor)
 	require.ErrorIs(t, err, ErrInvalidQuery)
 
 	// Signed cursors: verified with the table's keys; another table's
@@ -116,13 +120,13 @@ func TestInspectCursor(t *testing.T) {
 	require.NoError(t, err)
 	signed, err := signedTb.Query("by_kind", "memo").Via(IndexTable).Limit(2).Page(ctx)
 	require.NoError(t, err)
-	info, err = signedTb.InspectCursor("by_kind", signed.Cursor)
+	info, err = signedTb.inspectCursor("by_kind", signed.Cursor)
 	require.NoError(t, err)
 	require.True(t, info.Signed)
 	require.Equal(t, pos(docs[1]), info.Position)
-	_, err = signedTb.InspectCursor("by_kind", page.Cursor)
+	_, err = signedTb.inspectCursor("by_kind", page.Cursor)
 	require.ErrorIs(t, err, ErrInvalidCursor)
-	_, err = tb.InspectCursor("by_kind", signed.Cursor)
+	_, err = tb.inspectCursor("by_kind", signed.Cursor)
 	require.ErrorIs(t, err, ErrInvalidCursor, "an unsigning table reads the MAC as trailing bytes")
 }
 
@@ -173,4 +177,16 @@ func TestIndexes(t *testing.T) {
 	// The result is the caller's: changing it changes nothing.
 	got[1].Partition[0].FieldIndex[0] = 99
 	require.Equal(t, want, tb.Indexes())
+}
+
+// TestInspectCursorBridge: the hook package ops calls refuses what is not a
+// *Table, as a query error, and a nil one too.
+func TestInspectCursorBridge(t *testing.T) {
+	t.Parallel()
+	for _, table := range []any{nil, "docs", (*Table[inspectDoc])(nil)} {
+		info, err := bridge.InspectCursor(table, "by_kind", "")
+		require.ErrorIs(t, err, ErrInvalidQuery, "%T", table)
+		require.NotEmpty(t, Code(err), "%T", table)
+		require.Nil(t, info)
+	}
 }

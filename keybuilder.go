@@ -32,8 +32,8 @@ import (
 // component boundaries); "$XX" codes sort among themselves as the bytes they
 // stand for, and below '%' (order preserved inside a component).
 
-// Separator is the byte that joins the components of a composite key.
-const Separator = '#'
+// separator is the byte that joins the components of a composite key.
+const separator = '#'
 
 // escapeByte is the byte that introduces a two-digit hex escape.
 const escapeByte = '$'
@@ -769,10 +769,10 @@ func unhex(c byte) int {
 // and a separator if it has one, then text encoded as enc encodes it.
 func appendComponent(b []byte, i int, label string, enc encoder, text string) ([]byte, error) {
 	if i > 0 {
-		b = append(b, Separator)
+		b = append(b, separator)
 	}
 	if label != "" {
-		b = append(appendEscaped(b, label), Separator)
+		b = append(appendEscaped(b, label), separator)
 	}
 	return enc.appendText(b, text)
 }
@@ -783,7 +783,7 @@ func labelText(label string) string { return string(appendEscaped(nil, label)) }
 // exactPrefix returns the prefix of exactly the keys whose leading components
 // encode to p and that have more components after them:
 // begins_with(key, exactPrefix(p)) holds for them and for no other key.
-func exactPrefix(p string) string { return p + string(Separator) }
+func exactPrefix(p string) string { return p + string(separator) }
 
 // lowerBound returns the key text that sorts above every key whose leading
 // components are less than p's and at or below every key whose leading
@@ -796,7 +796,7 @@ func lowerBound(p string, more bool) string {
 	if !more {
 		return p
 	}
-	return p + string(Separator)
+	return p + string(separator)
 }
 
 // upperBound returns the key text that sorts above every key whose leading
@@ -859,7 +859,7 @@ func fmix64(x uint64) uint64 {
 // appendShard appends the shard component of a sharded partition key: the
 // separator, then the shard in decimal.
 func appendShard(b []byte, shard int) []byte {
-	return strconv.AppendInt(append(b, Separator), int64(shard), 10)
+	return strconv.AppendInt(append(b, separator), int64(shard), 10)
 }
 
 // parseShard reads a shard component (still encoded: decimal digits need no
@@ -874,14 +874,14 @@ func parseShard(enc string, n int) (int, error) {
 
 // splitRaw splits an encoded composite key at its separators, leaving each
 // component encoded.
-func splitRaw(key string) []string { return strings.Split(key, string(Separator)) }
+func splitRaw(key string) []string { return strings.Split(key, string(separator)) }
 
 // splitKey splits an encoded composite key into its unescaped component texts.
 func splitKey(key string) ([]string, error) {
-	n := strings.Count(key, string(Separator)) + 1
+	n := strings.Count(key, string(separator)) + 1
 	out := make([]string, 0, n)
 	for {
-		i := strings.IndexByte(key, Separator)
+		i := strings.IndexByte(key, separator)
 		part := key
 		if i >= 0 {
 			part = key[:i]
@@ -901,9 +901,10 @@ func splitKey(key string) ([]string, error) {
 // ---- the exported helpers ----------------------------------------------------
 
 // EncodeKey encodes components into one composite key string with their default
-// formats: strings as they are (bytes 0x00-0x24 escaped; a string that is not
-// valid UTF-8 is an error), []byte as upper-case hex, integers and floats in
-// the full-range order-preserving form, times as fixed-width RFC 3339 in UTC.
+// formats, joined with '#' (which never occurs inside a component): strings as
+// they are (bytes 0x00-0x24 escaped; a string that is not valid UTF-8 is an
+// error), []byte as upper-case hex, integers and floats in the full-range
+// order-preserving form, times as fixed-width RFC 3339 in UTC.
 // The byte order of the results equals the component-wise order of the
 // inputs, component types being equal position by position. Its errors match
 // [ErrInvalidKey].
@@ -918,7 +919,7 @@ func EncodeKey(components ...any) (string, error) {
 }
 
 // KeyPrefix returns the exact-match prefix for keys whose leading components
-// equal components: the encoded components followed by the separator.
+// equal components: the encoded components followed by the separator '#'.
 // begins_with(key, KeyPrefix(p...)) holds exactly when the leading components
 // of key equal p, and more components follow. Its errors match
 // [ErrInvalidKey].
@@ -939,20 +940,20 @@ func appendComponents(b []byte, components []any) ([]byte, error) {
 		case string:
 			if utf8.ValidString(v) {
 				if i > 0 {
-					b = append(b, Separator)
+					b = append(b, separator)
 				}
 				b = appendEscaped(b, v)
 				continue
 			}
 		case int64:
 			if i > 0 {
-				b = append(b, Separator)
+				b = append(b, separator)
 			}
 			b, _ = appendInt(b, v, 0) // fails only for a width
 			continue
 		case int:
 			if i > 0 {
-				b = append(b, Separator)
+				b = append(b, separator)
 			}
 			b, _ = appendInt(b, int64(v), 0)
 			continue
@@ -1036,9 +1037,10 @@ func DecodeKey(key string, into ...any) error {
 	return nil
 }
 
-// SplitKey splits an encoded composite key into its unescaped component
-// texts, for tooling that inspects keys without knowing their types ([]byte
-// components come out as their hex text). Its errors match [ErrInvalidKey].
+// SplitKey splits an encoded composite key at each '#' into its unescaped
+// component texts, for tooling that inspects keys without knowing their
+// types ([]byte components come out as their hex text). Its errors match
+// [ErrInvalidKey].
 func SplitKey(key string) ([]string, error) {
 	texts, err := splitKey(key)
 	if err != nil {

@@ -94,9 +94,6 @@ func asKey(v any) []any {
 	return []any{v}
 }
 
-// IsZero reports whether c is no condition.
-func (c SortCondition) IsZero() bool { return c.op == opNone }
-
 // String renders the condition on logical components, e.g. `BETWEEN (open, 5) AND (open, 9)`.
 func (c SortCondition) String() string {
 	if c.op == opNone {

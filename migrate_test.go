@@ -145,7 +145,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	require.False(t, c.Equal())
 	require.Contains(t, c.Differences[0], "page 1: 7 items as a gsi, 0 as a table")
 
-	st, err := fillIndex(ctx, table, table.client.c.(ScanAPI), "newest")
+	st, err := fillIndex(ctx, table, table.client.c.(scanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, fillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 
@@ -156,7 +156,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A second backfill leaves every entry as it is.
-	st, err = fillIndex(ctx, table, table.client.c.(ScanAPI), "newest")
+	st, err = fillIndex(ctx, table, table.client.c.(scanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, fillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
 
@@ -173,7 +173,7 @@ func TestBackfillThenCompare(t *testing.T) {
 	}
 
 	// A backfill after it does not bring the tombstoned entry back.
-	st, err = fillIndex(ctx, table, table.client.c.(ScanAPI), "newest")
+	st, err = fillIndex(ctx, table, table.client.c.(scanAPI), "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)

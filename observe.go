@@ -7,47 +7,23 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/bridge"
 )
 
 // This file makes the ReadEvents of reads of indexes that keep two forms
 // (router.go), and compares a page with the same page on the other form
-// (ReadEvent.Compare).
+// (ReadEvent.compare): package migrate's Shadows asks for the comparison
+// through internal/bridge (bridge.Comparer), which the init function below
+// connects, and reports what it finds as its own Mismatch.
 
-// MismatchKind says how a page read on one form of an index differed from
-// the same page read on its other form.
-type MismatchKind string
-
-// The kinds of mismatch, in the order a comparison looks for them.
-const (
-	// MismatchTombstone: one form returned an item that the base table
-	// holds as deleted, or not at all: a stale entry that reads must skip.
-	MismatchTombstone MismatchKind = "tombstone-leaked"
-	// MismatchMissing: the shadow form lacks an item the serving form returned.
-	MismatchMissing MismatchKind = "missing"
-	// MismatchExtra: the shadow form returned an item the serving form did
-	// not, or the same item with other values.
-	MismatchExtra MismatchKind = "extra"
-	// MismatchOrder: the same items, in another order.
-	MismatchOrder MismatchKind = "order"
-	// MismatchPageBoundary: the same items in the same order, but one form
-	// says more items follow and the other that the partition ends.
-	MismatchPageBoundary MismatchKind = "page-boundary"
-)
-
-// Mismatch is a difference between the two forms of an index, as
-// [ReadEvent].Compare finds it.
-type Mismatch struct {
-	Kind MismatchKind
-	// Index is the logical index; Served the form that served the read,
-	// Shadow the form it was compared with.
-	Index          string
-	Served, Shadow Kind
-	// Query renders the read's query (partition, condition, order, limit).
-	Query string
-	// Keys are the base keys of the items concerned, as rendered in errors.
-	Keys []string
-	// Detail says what differed, for a person.
-	Detail string
+func init() {
+	bridge.Comparer = func(ev any) func(ctx context.Context, recheck bool) (*bridge.Mismatch, error) {
+		if r, ok := ev.(ReadEvent); ok {
+			return r.compare
+		}
+		return nil
+	}
 }
 
 // What a served read says follows a page.
@@ -57,7 +33,7 @@ const (
 	endNone           // no live item follows
 )
 
-// observed is what ReadEvent.Compare needs of one page a read served: a
+// observed is what ReadEvent.compare needs of one page a read served: a
 // copy, shared with nothing the caller holds.
 type observed[T any] struct {
 	q             Query[T] // the read, without its ReportTo
@@ -96,7 +72,7 @@ func (q Query[T]) observe(ctx context.Context, p *plan, st Stats, o *observed[T]
 		Stats: st,
 		Query: q.describe(),
 	}
-	ev.Compare = o.compare
+	ev.compare = o.compare
 	q.t.opts.Observer.ObserveRead(ctx, ev)
 }
 
@@ -155,8 +131,16 @@ func statsSince(now, before Stats) Stats {
 		Filtered: now.Filtered - before.Filtered, ReadUnits: now.ReadUnits - before.ReadUnits}
 }
 
-// compare is ReadEvent.Compare.
-func (o *observed[T]) compare(ctx context.Context, recheck bool) (*Mismatch, error) {
+// compare is ReadEvent.compare: it reads the same page on the other form
+// and returns how it differs from the page served, or nil when they are
+// equal. With recheck false it compares with the page as served; with
+// recheck true it reads the page again on both forms (after a delay, a
+// mismatch that is gone was a GSI catching up). Items one form returned and
+// that the base table holds as deleted, or not at all, are a
+// bridge.MismatchTombstone: it reads the base table for them. Its reads are
+// instrumented as operation Shadow, and no ReadObserver sees them. An error
+// is the error of a read.
+func (o *observed[T]) compare(ctx context.Context, recheck bool) (*bridge.Mismatch, error) {
 	t := o.q.t
 	// The read that was observed may have ended; its call state is not
 	// these reads'.
@@ -231,8 +215,8 @@ func (q Query[T]) describe() string {
 // pageMismatch compares a page served by one form with the same page read
 // on the other; nil when they agree. boundary says whether both pages'
 // cursors tell whether more follows.
-func (t *Table[T]) pageMismatch(ctx context.Context, served, other *layout, a, b *Page[T], boundary bool) *Mismatch {
-	m := &Mismatch{Index: served.name, Served: served.kind, Shadow: other.kind}
+func (t *Table[T]) pageMismatch(ctx context.Context, served, other *layout, a, b *Page[T], boundary bool) *bridge.Mismatch {
+	m := &bridge.Mismatch{}
 	ka, err := t.baseKeys(a.Items)
 	if err != nil {
 		return nil
@@ -278,30 +262,30 @@ func (t *Table[T]) pageMismatch(ctx context.Context, served, other *layout, a, b
 		}
 		switch {
 		case len(leaked) > 0:
-			m.Kind, m.Keys, m.Detail = MismatchTombstone, leaked, "a form returned items the base table holds as deleted"
+			m.Kind, m.Keys, m.Detail = bridge.MismatchTombstone, leaked, "a form returned items the base table holds as deleted"
 		case len(missing) > 0:
-			m.Kind, m.Keys, m.Detail = MismatchMissing, missing, fmt.Sprintf("the %s form lacks items the %s form returned", other.kind, served.kind)
+			m.Kind, m.Keys, m.Detail = bridge.MismatchMissing, missing, fmt.Sprintf("the %s form lacks items the %s form returned", other.kind, served.kind)
 		default:
-			m.Kind, m.Keys, m.Detail = MismatchExtra, extra, fmt.Sprintf("the %s form returned items the %s form did not", other.kind, served.kind)
+			m.Kind, m.Keys, m.Detail = bridge.MismatchExtra, extra, fmt.Sprintf("the %s form returned items the %s form did not", other.kind, served.kind)
 		}
 		return m
 	}
 	for i := range ka {
 		if ka[i] != kb[i] {
-			m.Kind, m.Keys = MismatchOrder, []string{ka[i], kb[i]}
+			m.Kind, m.Keys = bridge.MismatchOrder, []string{ka[i], kb[i]}
 			m.Detail = fmt.Sprintf("item %d is %s on the %s form and %s on the %s form", i, ka[i], served.kind, kb[i], other.kind)
 			return m
 		}
 		if !reflect.DeepEqual(a.Items[i], b.Items[i]) {
 			// The same item with other attribute values: one form is
 			// behind the other.
-			m.Kind, m.Keys = MismatchExtra, []string{ka[i]}
+			m.Kind, m.Keys = bridge.MismatchExtra, []string{ka[i]}
 			m.Detail = fmt.Sprintf("item %s differs between the forms", ka[i])
 			return m
 		}
 	}
 	if boundary && (a.Cursor == "") != (b.Cursor == "") {
-		m.Kind = MismatchPageBoundary
+		m.Kind = bridge.MismatchPageBoundary
 		m.Detail = fmt.Sprintf("after the same %d items, the %s form says more follow: %v; the %s form: %v", len(ka), served.kind, a.Cursor != "", other.kind, b.Cursor != "")
 		return m
 	}

@@ -45,8 +45,8 @@ type Query[T any] struct {
 	hasVia      bool
 }
 
-// DefaultPageSize is the Limit of a Page call that sets none.
-const DefaultPageSize = 100
+// defaultPageSize is the Limit of a Page call that sets none.
+const defaultPageSize = 100
 
 // Query starts a read of the named index ("" reads the base table) in the
 // partition given by the partition key component values, in declaration
@@ -58,15 +58,14 @@ func (t *Table[T]) Query(index string, partition ...any) Query[T] {
 // Where sets the condition on leading sort components.
 func (q Query[T]) Where(c SortCondition) Query[T] { q.cond = c; return q }
 
-// Desc reads in descending sort order.
+// Desc reads in descending sort order. A query that does not call it reads
+// in ascending order.
 func (q Query[T]) Desc() Query[T] { q.desc = true; return q }
-
-// Asc reads in ascending sort order (the default).
-func (q Query[T]) Asc() Query[T] { q.desc = false; return q }
 
 // Limit sets how many live items a page holds (Page), the most items an
 // iteration yields (All), and is ignored by Exists. Tombstones and items the
-// filter rejects do not count.
+// filter rejects do not count. A Page without a Limit (or with Limit 0)
+// holds up to 100 items.
 func (q Query[T]) Limit(n int) Query[T] { q.limit = n; return q }
 
 // After continues after the position a previous page's Cursor names. An
@@ -453,8 +452,8 @@ func (p *plan) checkPosition(pos position, partition []string, what string) erro
 	return nil
 }
 
-// Page reads one page: up to Limit live items (DefaultPageSize when unset)
-// and the cursor that continues after them. It reads on through tombstones
+// Page reads one page: up to Limit live items (100 when unset) and the
+// cursor that continues after them. It reads on through tombstones
 // and filtered items until the page is full or the partition ends.
 //
 // If a cap set with MaxRequests or MaxReadUnits stops it first, Page returns
@@ -476,7 +475,7 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 	c.planned(ctx, p, q.tombstoneOnly(p.def))
 	limit := q.limit
 	if limit == 0 {
-		limit = DefaultPageSize
+		limit = defaultPageSize
 	}
 	observe := q.observing(p)
 	p.keepRaw = observe

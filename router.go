@@ -2,6 +2,8 @@ package ddbindex
 
 import (
 	"context"
+
+	"github.com/ddbindex/ddbindex/internal/bridge"
 )
 
 // This file holds the two seams through which a migration between the
@@ -37,8 +39,8 @@ type Router interface {
 // read from an index that keeps two forms: after a Page call and an Exists
 // call that succeeded, and after each page of an All iteration (the items
 // of one request, or for a sharded index up to a page's worth). It never
-// calls it for an index with one form, nor for the reads that
-// [ReadEvent].Compare makes. The read waits for ObserveRead to return, so
+// calls it for an index with one form, nor for the reads that compare a
+// page with the other form (package migrate's Shadows). The read waits for ObserveRead to return, so
 // work that takes time belongs on another goroutine. ctx is the read's: it
 // carries the read's span, and may end with the read.
 type ReadObserver interface {
@@ -46,7 +48,8 @@ type ReadObserver interface {
 }
 
 // ReadEvent is one page read from an index that keeps two forms, as a
-// [ReadObserver] sees it. It may be kept, and Compare called, on any
+// [ReadObserver] sees it. It may be kept, and the page compared with the
+// same page on the Other form (package migrate's Shadows does), on any
 // goroutine after ObserveRead returned: it holds a copy of what it needs,
 // and shares nothing with the Page the caller got.
 type ReadEvent struct {
@@ -62,14 +65,8 @@ type ReadEvent struct {
 	// Query renders the query (partition, condition, order, limit, cursor),
 	// for messages.
 	Query string
-	// Compare reads the same page on the Other form and returns how it
-	// differs from the page Form served, or nil when they are equal. With
-	// recheck false it compares with the page as served; with recheck true
-	// it reads the page again on both forms (after a delay, a mismatch that
-	// is gone was a GSI catching up). Items one form returned and that the
-	// base table holds as deleted, or not at all, are a
-	// [MismatchTombstone]: it reads the base table for them. Its reads are
-	// instrumented as operation Shadow, and no ReadObserver sees them. An
-	// error is the error of a read.
-	Compare func(ctx context.Context, recheck bool) (*Mismatch, error)
+	// compare reads the same page on the Other form (observe.go); package
+	// migrate reaches it through internal/bridge. Nil in a ReadEvent the
+	// Table did not make.
+	compare func(ctx context.Context, recheck bool) (*bridge.Mismatch, error)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/bridge"
 )
 
 // rtPanics is a Router and a ReadObserver that must never be asked.
@@ -120,7 +122,7 @@ func TestReadEventSharded(t *testing.T) {
 	require.Len(t, p.Items, 10)
 	evs := obs.take()
 	require.Len(t, evs, 1)
-	m, err := evs[0].Compare(ctx, false)
+	m, err := evs[0].compare(ctx, false)
 	require.NoError(t, err)
 	require.Nil(t, m, "the first ten agree")
 
@@ -136,14 +138,14 @@ func TestReadEventSharded(t *testing.T) {
 		assert.Equal(t, GSI, ev.Form)
 		assert.Equal(t, IndexTable, ev.Other)
 		for _, recheck := range []bool{false, true} {
-			m, err := ev.Compare(ctx, recheck)
+			m, err := ev.compare(ctx, recheck)
 			require.NoError(t, err)
 			if i != 1 {
 				assert.Nil(t, m, "page %d, recheck %v", i, recheck)
 				continue
 			}
 			require.NotNil(t, m, "page %d holds item %d", i, lost)
-			assert.Equal(t, MismatchMissing, m.Kind)
+			assert.Equal(t, bridge.MismatchMissing, m.Kind)
 			assert.Equal(t, []string{`{id="i150"}`}, m.Keys)
 		}
 	}

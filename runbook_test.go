@@ -249,7 +249,7 @@ type rbFleet struct {
 
 	// Figures.
 	ops, reads, pages, roundReads, roundPages, routeChanges int
-	mismatches                                              []ddbindex.Mismatch // under mu
+	mismatches                                              []migrate.Mismatch // under mu
 }
 
 func newRBFleet(t *testing.T) *rbFleet {
@@ -304,7 +304,7 @@ func rbOpenWith[T any](f *rbFleet) (*ddbindex.Table[T], rbParts) {
 			// Never skip a page for want of a slot: every page is compared.
 			MaxConcurrent: 1 << 16,
 			Recheck:       time.Millisecond,
-			OnMismatch: func(m ddbindex.Mismatch) {
+			OnMismatch: func(m migrate.Mismatch) {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				f.mismatches = append(f.mismatches, m)
@@ -727,7 +727,7 @@ func (f *rbFleet) noReads(fleet []rbInstance, form, other ddbindex.Kind) {
 
 // figures logs what the walk did.
 func (f *rbFleet) figures(direction string) {
-	kinds := map[ddbindex.MismatchKind]int{}
+	kinds := map[migrate.MismatchKind]int{}
 	f.mu.Lock()
 	for _, m := range f.mismatches {
 		kinds[m.Kind]++

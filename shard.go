@@ -715,7 +715,7 @@ func (q Query[T]) allSharded(ctx context.Context, p *plan, optFns []func(*dynamo
 		yielded++
 		if pages != nil {
 			pages.add(item)
-			if len(pages.raw) == DefaultPageSize {
+			if len(pages.raw) == defaultPageSize {
 				flush(endUnknown)
 			}
 		}

@@ -32,8 +32,10 @@ import (
 // hooks reduce to nil checks. Attribute sets are made once per target, operation
 // and DynamoDB operation, never per measurement.
 
-// ScopeName is the instrumentation scope of the library's meter and tracer.
-const ScopeName = "github.com/ddbindex/ddbindex"
+// scopeName is the instrumentation scope of the library's meter and tracer:
+// the package's import path (packages stream and migrate have scopes of
+// their own).
+const scopeName = "github.com/ddbindex/ddbindex"
 
 // op is an instrumented operation of the library.
 type op uint8
@@ -220,10 +222,10 @@ func newTelemetry(s *schema, o *settings) *telemetry {
 	mp, tp := o.MeterProvider, o.TracerProvider
 	tel := &telemetry{table: o.TableName(s.table), targets: map[*layout]*target{}, byPhysical: map[physical]*target{}}
 	if mp != nil && !isNoopMeter(mp) {
-		tel.inst = newInstruments(mp.Meter(ScopeName))
+		tel.inst = newInstruments(mp.Meter(scopeName))
 	}
 	if tp != nil && !isNoopTracer(tp) {
-		tel.tracer = tp.Tracer(ScopeName)
+		tel.tracer = tp.Tracer(scopeName)
 	}
 	if tel.inst == nil && tel.tracer == nil {
 		return nil

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ddbindex/ddbindex/internal/bridge"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/internal/oteltest"
 )
@@ -95,7 +96,7 @@ func TestTelemetryQueryThroughTombstones(t *testing.T) {
 	assert.Zero(t, m.Sum("ddbindex.errors"))
 	assert.Equal(t, "{request}", m.Unit("ddbindex.requests"))
 	assert.Equal(t, "1", m.Unit("ddbindex.tombstone_ratio"))
-	assert.Equal(t, ScopeName, m.Scope("ddbindex.requests"))
+	assert.Equal(t, scopeName, m.Scope("ddbindex.requests"))
 
 	spans := h.Spans("ddbindex.Page")
 	require.Len(t, spans, 1)
@@ -329,7 +330,7 @@ func TestTelemetryErrors(t *testing.T) {
 
 // Reads of an index that keeps two forms count as routed reads by the form
 // that served them and how it was chosen (via, router, declared), on their
-// spans too; the reads of ReadEvent.Compare count as operation Shadow, with
+// spans too; the reads of ReadEvent.compare count as operation Shadow, with
 // a span each, and are not routed reads. (Package migrate's Shadows records
 // the shadow reads and mismatches.)
 func TestTelemetryRouting(t *testing.T) {
@@ -360,18 +361,18 @@ func TestTelemetryRouting(t *testing.T) {
 		require.NoError(t, err)
 		evs := obs.take()
 		require.Len(t, evs, 1)
-		m, err := evs[0].Compare(ctx, false)
+		m, err := evs[0].compare(ctx, false)
 		require.NoError(t, err)
 		if m == nil {
 			outcomes["equal"]++
 			continue
 		}
-		m, err = evs[0].Compare(ctx, true)
+		m, err = evs[0].compare(ctx, true)
 		require.NoError(t, err)
 		require.NotNil(t, m)
 		outcomes[string(m.Kind)]++
 	}
-	assert.Equal(t, map[string]int{"equal": 1, string(MismatchMissing): 2}, outcomes)
+	assert.Equal(t, map[string]int{"equal": 1, string(bridge.MismatchMissing): 2}, outcomes)
 	for range tb.Query("by_status", "to-table").Via(GSI).All(ctx) {
 	}
 

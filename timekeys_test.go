@@ -106,7 +106,7 @@ func tkRoundTrips(x time.Time) bool {
 
 func tkInRange(x time.Time) bool { y := x.UTC().Year(); return y >= 0 && y <= 9999 }
 
-// tkCapture is a Client and ScanAPI without a server: Scan returns items,
+// tkCapture is a Client and scanAPI without a server: Scan returns items,
 // PutItem records what it was asked to write.
 type tkCapture struct {
 	wrNoClient

@@ -33,8 +33,7 @@ import (
 // and checkpoints.
 
 // ScanAPI is the part of the DynamoDB client that Backfill reads with.
-// *dynamodb.Client implements it (and so does every ddbindex.ScanAPI: the
-// method set is the same). When the value also has DescribeTable (as
+// *dynamodb.Client implements it. When the value also has DescribeTable (as
 // *dynamodb.Client does), Backfill reads the table's item count from it for
 // [BackfillProgress]'s estimate.
 type ScanAPI interface {

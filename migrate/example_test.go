@@ -162,7 +162,7 @@ func ExampleShadows() {
 
 	shadows, err := migrate.NewShadows(migrate.ShadowOptions{
 		Rate:       1, // every page; in production a small share, such as 0.01
-		OnMismatch: func(m ddbindex.Mismatch) { log.Printf("%s: %s %v (%s)", m.Kind, m.Detail, m.Keys, m.Query) },
+		OnMismatch: func(m migrate.Mismatch) { log.Printf("%s: %s %v (%s)", m.Kind, m.Detail, m.Keys, m.Query) },
 	})
 	if err != nil {
 		log.Fatal(err)

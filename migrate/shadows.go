@@ -46,7 +46,7 @@ type ShadowOptions struct {
 	Timeout time.Duration
 	// OnMismatch receives each mismatch the re-check confirms (persistent),
 	// on the comparison's goroutine.
-	OnMismatch func(ddbindex.Mismatch)
+	OnMismatch func(Mismatch)
 	// MeterProvider receives the metrics ddbindex.migration.shadow_reads and
 	// ddbindex.migration.mismatches. Default: none.
 	MeterProvider metric.MeterProvider
@@ -71,9 +71,10 @@ type ShadowStats struct {
 
 // Shadows is a [ddbindex.ReadObserver] that shadows a sampled share of the
 // reads of indexes that keep two forms: it reads each sampled page again on
-// the other form ([ddbindex.ReadEvent].Compare) on a goroutine of its own,
-// and when the forms differ, waits Recheck, reads the page on both forms
-// again, and reports a mismatch found again to OnMismatch. Reads a query
+// the other form, on a goroutine of its own, and when the forms differ,
+// waits Recheck, reads the page on both forms again, and reports a mismatch
+// found again to OnMismatch ([Mismatch]). It compares only the
+// [ddbindex.ReadEvent]s a Table made. Reads a query
 // sent to a form of its choice ([ddbindex.Query.Via]: tests, admin reads,
 // comparisons) are not shadowed.
 //
@@ -152,7 +153,11 @@ func (s *Shadows) ObserveRead(ctx context.Context, ev ddbindex.ReadEvent) {
 	if !s.made() {
 		return
 	}
-	if ev.Admin || ev.Compare == nil || s.o.Rate <= 0 || rand.Float64() >= s.o.Rate {
+	if ev.Admin || s.o.Rate <= 0 {
+		return
+	}
+	compare := comparison(ev)
+	if compare == nil || rand.Float64() >= s.o.Rate {
 		return
 	}
 	// The comparison costs about what the read did; the re-check, when
@@ -180,7 +185,7 @@ func (s *Shadows) ObserveRead(ctx context.Context, ev ddbindex.ReadEvent) {
 		ctx, cancel := context.WithTimeout(base, s.o.Timeout)
 		defer cancel()
 		ctx, span := s.span(ctx, ev, link)
-		outcome := s.compare(ctx, ev)
+		outcome := s.compare(ctx, ev, compare)
 		if span != nil {
 			span.SetAttributes(attrShadow.String(outcome))
 			span.End()
@@ -210,8 +215,8 @@ func (s *Shadows) skip(ctx context.Context, ev ddbindex.ReadEvent) {
 // returns the outcome, for the comparison's span: "skipped", "equal",
 // "transient", "persistent", or "unconfirmed" when the re-check could not
 // run.
-func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent) string {
-	first, err := ev.Compare(ctx, false)
+func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent, compare func(context.Context, bool) (*Mismatch, error)) string {
+	first, err := compare(ctx, false)
 	if err != nil {
 		s.skip(ctx, ev)
 		return "skipped"
@@ -225,7 +230,7 @@ func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent) string {
 	if s.sleep(ctx, s.o.Recheck) != nil {
 		return "unconfirmed"
 	}
-	again, err := ev.Compare(ctx, true)
+	again, err := compare(ctx, true)
 	if err != nil {
 		return "unconfirmed"
 	}
@@ -309,7 +314,7 @@ func (s *Shadows) record(ctx context.Context, ev ddbindex.ReadEvent, outcome str
 
 // mismatch counts a mismatch in ddbindex.migration.mismatches; the form is
 // the shadow form.
-func (s *Shadows) mismatch(ctx context.Context, ev ddbindex.ReadEvent, kind ddbindex.MismatchKind, persistence string) {
+func (s *Shadows) mismatch(ctx context.Context, ev ddbindex.ReadEvent, kind MismatchKind, persistence string) {
 	add(ctx, s.mismatches, attrTable.String(ev.Table), attrIndex.String(ev.Index), attrForm.String(ev.Other.String()),
 		attrOperation.String("Shadow"), attrMismatch.String(string(kind)), attrPersistence.String(persistence))
 }

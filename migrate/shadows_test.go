@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -37,12 +38,12 @@ func TestShadows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
-	var got []ddbindex.Mismatch
+	var got []Mismatch
 	recheck := make(chan func(), 1) // a repair to make while the re-check waits
 	f := newKPFleet(t)
 	s := newShadows(t, ShadowOptions{
 		Rate: 1,
-		OnMismatch: func(m ddbindex.Mismatch) {
+		OnMismatch: func(m Mismatch) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, m)
@@ -80,7 +81,8 @@ func TestShadows(t *testing.T) {
 	mu.Lock()
 	m := got[0]
 	mu.Unlock()
-	assert.Equal(t, ddbindex.MismatchMissing, m.Kind)
+	assert.Equal(t, MismatchMissing, m.Kind)
+	assert.Equal(t, "by_status", m.Index)
 	assert.Equal(t, ddbindex.GSI, m.Served)
 	assert.Equal(t, ddbindex.IndexTable, m.Shadow)
 	assert.Contains(t, m.Query, "missing")
@@ -192,7 +194,7 @@ func TestShadowsTelemetry(t *testing.T) {
 	assert.Equal(t, float64(1), m.Sum("ddbindex.migration.shadow_reads", attrForm.String("gsi"), attrShadow.String("compared"), attrTable.String("kp-tickets")),
 		"to-table's page, shadowed on the GSI")
 	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.shadow_reads", attrForm.String("table"), attrShadow.String("compared")))
-	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.mismatches", attrForm.String("table"), attrMismatch.String(string(ddbindex.MismatchMissing)), attrPersistence.String("persistent")))
+	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.mismatches", attrForm.String("table"), attrMismatch.String(string(MismatchMissing)), attrPersistence.String("persistent")))
 	assert.Equal(t, float64(2), m.Sum("ddbindex.migration.mismatches"))
 	st := s.Stats()
 	assert.Equal(t, float64(st.Compared), m.Sum("ddbindex.migration.shadow_reads", attrShadow.String("compared")), "the metric agrees with Stats")
@@ -248,9 +250,30 @@ func TestNewShadowsRefusals(t *testing.T) {
 	}
 }
 
-// event is a ReadEvent whose Compare calls compare.
-func event(compare func(ctx context.Context, recheck bool) (*ddbindex.Mismatch, error)) ddbindex.ReadEvent {
-	return ddbindex.ReadEvent{Table: "kp-tickets", Index: "by_status", Form: ddbindex.GSI, Other: ddbindex.IndexTable, Compare: compare}
+// fakes holds the comparisons of the ReadEvents that event makes, by their
+// Query, which no real ReadEvent has; fakeSeq numbers them.
+var (
+	fakes   sync.Map // string → func(context.Context, bool) (*Mismatch, error)
+	fakeSeq atomic.Int64
+)
+
+// init makes Shadows compare the events that event makes with their fake
+// comparison, and every other event as it does outside the tests.
+func init() {
+	core := comparison
+	comparison = func(ev ddbindex.ReadEvent) func(context.Context, bool) (*Mismatch, error) {
+		if f, ok := fakes.Load(ev.Query); ok {
+			return f.(func(context.Context, bool) (*Mismatch, error))
+		}
+		return core(ev)
+	}
+}
+
+// event is a ReadEvent that Shadows compares by calling compare.
+func event(compare func(ctx context.Context, recheck bool) (*Mismatch, error)) ddbindex.ReadEvent {
+	q := fmt.Sprintf("fake comparison %d", fakeSeq.Add(1))
+	fakes.Store(q, compare)
+	return ddbindex.ReadEvent{Table: "kp-tickets", Index: "by_status", Form: ddbindex.GSI, Other: ddbindex.IndexTable, Query: q}
 }
 
 // Close stops taking pages and waits for the comparisons in flight; when
@@ -263,7 +286,7 @@ func TestShadowsClose(t *testing.T) {
 	var ended atomic.Int32
 	// blocks makes an event whose comparison waits for release.
 	blocks := func(release chan struct{}) ddbindex.ReadEvent {
-		return event(func(ctx context.Context, _ bool) (*ddbindex.Mismatch, error) {
+		return event(func(ctx context.Context, _ bool) (*Mismatch, error) {
 			defer ended.Add(1)
 			started <- struct{}{}
 			select {
@@ -339,8 +362,8 @@ func TestNoGoroutineLeft(t *testing.T) {
 
 	s, err := NewShadows(ShadowOptions{Rate: 1, MaxConcurrent: 8, Recheck: time.Millisecond})
 	require.NoError(t, err)
-	mismatch := event(func(context.Context, bool) (*ddbindex.Mismatch, error) {
-		return &ddbindex.Mismatch{Kind: ddbindex.MismatchMissing}, nil
+	mismatch := event(func(context.Context, bool) (*Mismatch, error) {
+		return &Mismatch{Kind: MismatchMissing}, nil
 	})
 	for range 5 {
 		s.ObserveRead(context.Background(), mismatch)
@@ -348,7 +371,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 	require.NoError(t, s.Wait(context.Background()))
 	require.Equal(t, int64(5), s.Stats().Persistent)
 	waiting := make(chan struct{})
-	s.ObserveRead(context.Background(), event(func(ctx context.Context, _ bool) (*ddbindex.Mismatch, error) {
+	s.ObserveRead(context.Background(), event(func(ctx context.Context, _ bool) (*Mismatch, error) {
 		close(waiting)
 		<-ctx.Done()
 		return nil, ctx.Err()

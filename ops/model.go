@@ -78,11 +78,11 @@ type table interface {
 	backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error)
 	compare(ctx context.Context, q query) (*migrate.Comparison, error)
 	explain(q query) (*ddbindex.Explanation, error)
-	inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error)
+	inspectCursor(index, cursor string) (*CursorInfo, error)
 	routes(ctx context.Context) (map[string]migrate.Route, error)
 	refreshRoutes(ctx context.Context) error
 	setRoute(ctx context.Context, index string, r migrate.Route) error
-	sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
+	sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
 }
 
 // query is a Query's settings, as the command line gives them.
@@ -211,8 +211,8 @@ func (x *tableOf[T]) compare(ctx context.Context, q query) (*migrate.Comparison,
 
 func (x *tableOf[T]) explain(q query) (*ddbindex.Explanation, error) { return x.query(q).Explain() }
 
-func (x *tableOf[T]) inspectCursor(index, cursor string) (*ddbindex.CursorInfo, error) {
-	return x.t.InspectCursor(index, cursor)
+func (x *tableOf[T]) inspectCursor(index, cursor string) (*CursorInfo, error) {
+	return InspectCursor(x.t, index, cursor)
 }
 
 // The route methods need a control table: the commands check
@@ -232,7 +232,7 @@ func (x *tableOf[T]) setRoute(ctx context.Context, index string, r migrate.Route
 // partitions of index ix, and returns their component values in key order
 // with the number of items scanned. Items without the partition's
 // attributes (not in the index) are passed over.
-func (x *tableOf[T]) sample(ctx context.Context, api ddbindex.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error) {
+func (x *tableOf[T]) sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error) {
 	type found struct {
 		key    string
 		values []any

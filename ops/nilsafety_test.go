@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/nilwalk"
 	"github.com/ddbindex/ddbindex/ops"
 )
@@ -28,6 +29,7 @@ func TestNilSafety(t *testing.T) {
 	}}
 	w.Walk(t, ops.Model[Ticket])
 	w.Walk(t, ops.ModelDef.ControlTable)
+	w.Walk(t, ops.InspectCursor[Ticket])
 	w.Walk(t, ops.Run)
 	w.Skip(t, "Main", "it exits the process; it passes its arguments to Run")
 	w.Covers(t, ".")
@@ -46,4 +48,11 @@ func TestNilSafety(t *testing.T) {
 	code = ops.Run(context.Background(), explain, nil, nil, &stderr, []ops.ModelDef{ops.Model[Ticket](nil)})
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr.String(), "option function 0 is nil")
+
+	// InspectCursor on a nil or zero Table is a query error.
+	for name, tb := range map[string]*ddbindex.Table[Ticket]{"nil": nil, "zero": new(ddbindex.Table[Ticket])} {
+		info, err := ops.InspectCursor(tb, "by_status", "")
+		require.ErrorIs(t, err, ddbindex.ErrInvalidQuery, name)
+		require.Nil(t, info, name)
+	}
 }

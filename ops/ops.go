@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/schema"
 )
 
@@ -29,7 +30,7 @@ import (
 type Client interface {
 	ddbindex.Client
 	schema.PrepareAPI
-	ddbindex.ScanAPI
+	migrate.ScanAPI
 }
 
 // RunOptions configure [Run]. The zero value of each field means its

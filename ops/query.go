@@ -124,8 +124,8 @@ func (q *queryFlags) query(cmd string, ix ddbindex.IndexInfo) (query, error) {
 // describe renders a query for messages.
 func (q query) describe() string {
 	s := "partition " + formatTuple(q.partition)
-	if !q.cond.IsZero() {
-		s += ", " + q.cond.String()
+	if c := q.cond.String(); c != (ddbindex.SortCondition{}).String() {
+		s += ", " + c
 	}
 	if q.desc {
 		return s + ", descending"
@@ -259,7 +259,7 @@ func runCursor(e *env, args []string) error {
 		err error
 	}
 	var ok []candidate
-	var infos []*ddbindex.CursorInfo
+	var infos []*CursorInfo
 	var refused []refusal
 	for _, c := range cands {
 		info, err := c.t.inspectCursor(c.ix.Name, cursor)
@@ -343,7 +343,7 @@ func reason(err error) string {
 }
 
 // writeCursor prints what a cursor holds.
-func writeCursor(w io.Writer, model string, ix ddbindex.IndexInfo, info *ddbindex.CursorInfo, size int) {
+func writeCursor(w io.Writer, model string, ix ddbindex.IndexInfo, info *CursorInfo, size int) {
 	order, signed := "an ascending", "unsigned"
 	if info.Desc {
 		order = "a descending"
@@ -352,7 +352,7 @@ func writeCursor(w io.Writer, model string, ix ddbindex.IndexInfo, info *ddbinde
 		signed = "signed (HMAC-SHA256, verified)"
 	}
 	fmt.Fprintf(w, "%s %s: the cursor of %s query, %s, %d bytes\n", model, indexName(ix.Name), order, signed, size)
-	fields := func(fs []ddbindex.CursorField) {
+	fields := func(fs []CursorField) {
 		width := 0
 		for _, f := range fs {
 			width = max(width, len(f.Attr))

@@ -39,8 +39,15 @@ func (w apiCalls) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeT
 	return out, callErr("DescribeTimeToLive", in.TableName, nil, err)
 }
 
-// scanCalls is a ddbindex.ScanAPI, with every error wrapped.
-type scanCalls struct{ c ddbindex.ScanAPI }
+// scanAPI is the part of a client that scans a table: what Check, given a
+// client that has it as well (as *dynamodb.Client does), reads a sharded
+// index's entries with.
+type scanAPI interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// scanCalls is a scanAPI, with every error wrapped.
+type scanCalls struct{ c scanAPI }
 
 func (w scanCalls) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	out, err := w.c.Scan(ctx, in, optFns...)

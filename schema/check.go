@@ -30,7 +30,7 @@ import (
 // from the stream (no Options.WriteThrough), a base table without a
 // NEW_AND_OLD_IMAGES stream, a form of an index that exists but is neither
 // declared nor kept (see keep= in ddbindex.IndexSpec), and, when api can
-// Scan as well (a *dynamodb.Client can: [ddbindex.ScanAPI]), a sharded
+// Scan as well (as a *dynamodb.Client can), a sharded
 // index whose entries were written under another shards= (it reads up to 8
 // entries of each form: an index keeps its key schema when its number of
 // shards changes, so only entries tell). optFns are applied to every
@@ -78,7 +78,7 @@ func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...
 	if err := checkDropped(ts, sv.base, sv.lookup, addf); err != nil {
 		return err
 	}
-	if sc, ok := api.(ddbindex.ScanAPI); ok {
+	if sc, ok := api.(scanAPI); ok {
 		if err := checkShards(ctx, ts, scanCalls{sc}, addf, optFns); err != nil {
 			return err
 		}
@@ -489,7 +489,7 @@ const shardSample = 8
 // declared shards=: an index written with another number of shards (or
 // unsharded) keeps its key schema, so only its entries can tell. A form
 // that does not exist is skipped (its gap is reported already).
-func checkShards(ctx context.Context, ts *spec.Tables, api ddbindex.ScanAPI, addf func(string, ...any), optFns []func(*dynamodb.Options)) error {
+func checkShards(ctx context.Context, ts *spec.Tables, api scanAPI, addf func(string, ...any), optFns []func(*dynamodb.Options)) error {
 	for _, sh := range ts.Sharded {
 		in := &dynamodb.ScanInput{TableName: aws.String(sh.Table), Limit: aws.Int32(shardSample)}
 		what := "index table " + sh.Table

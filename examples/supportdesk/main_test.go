@@ -13,6 +13,7 @@ import (
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/examples/models"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/ops"
 	"github.com/ddbindex/ddbindex/schema"
 )
 
@@ -60,7 +61,7 @@ func TestRunKeep(t *testing.T) {
 	require.NoError(t, schema.Check(t.Context(), tickets, c), "the tables are still there")
 	cursor, err := os.ReadFile(cursorFile)
 	require.NoError(t, err)
-	info, err := tickets.InspectCursor("by_status", strings.TrimSpace(string(cursor)))
+	info, err := ops.InspectCursor(tickets, "by_status", strings.TrimSpace(string(cursor)))
 	require.NoError(t, err)
 	require.Equal(t, "8847", info.Position[3].Value, "the fourth open ticket ends the first page")
 	page, err := tickets.Query("by_status", "TEAM-7").Where(ddbindex.Eq("open")).Limit(4).After(strings.TrimSpace(string(cursor))).Page(t.Context())

@@ -17,6 +17,15 @@
 // a sharded index's entry is in its shard), since it alone owns each index's
 // layout; package schema creates, checks and prepares the tables from that
 // description (Tables, in tables.go).
+//
+// For the cursor diagnostic (package ops): the core owns the cursor format
+// and every check of a cursor; package ops presents what a cursor holds
+// (InspectCursor, in cursor.go).
+//
+// For shadow reads (package migrate's Shadows): the core compares a page a
+// read served with the same page on the index's other form, since it alone
+// knows each form's layout; package migrate decides which pages to compare,
+// when to re-check, and reports what it finds (Comparer, in compare.go).
 package bridge
 
 import (
