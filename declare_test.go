@@ -707,6 +707,7 @@ func TestDeclarationErrorText(t *testing.T) {
 	e := &Error{Sentinel: ErrDeclaration, Model: "app.Ticket", Field: "Status", Index: "by_status", Reason: "something is wrong"}
 	assert.Equal(t, "ddbindex: app.Ticket.Status (index by_status): something is wrong [DDBX-100]", e.Error())
 	assert.Equal(t, "ddbindex: app.Ticket: bad [DDBX-100]", (&Error{Sentinel: ErrDeclaration, Model: "app.Ticket", Reason: "bad"}).Error())
+	assert.Equal(t, "ddbindex: stream.NewConsumer: bad [DDBX-100]", (&Error{Sentinel: ErrDeclaration, Reason: "stream.NewConsumer: bad"}).Error(), "an option error names no model")
 	assert.True(t, errors.Is(e, ErrDeclaration))
 	assert.False(t, errors.Is(e, ErrInvalidQuery))
 	for k, want := range map[Kind]string{BaseTable: "base", GSI: "gsi", LSI: "lsi", IndexTable: "table", Kind(9): "kind(9)"} {

@@ -231,7 +231,9 @@ func (e *Error) Error() string {
 			b.WriteString(e.Index)
 			b.WriteString(")")
 		}
-		b.WriteString(": ")
+		if e.Model != "" || e.Field != "" || e.Index != "" {
+			b.WriteString(": ")
+		}
 		b.WriteString(e.Reason)
 		b.WriteString(" [" + code + "]")
 		return b.String()

@@ -26,6 +26,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"negative cursor cap", func(o *Options) { o.MaxCursorBytes = -1 }, "Options.MaxCursorBytes is -1"},
 		{"negative fan-out", func(o *Options) { o.ShardFanout = -2 }, "Options.ShardFanout is -2"},
 		{"empty signing key", func(o *Options) { o.CursorKeys = [][]byte{[]byte("k"), nil} }, "Options.CursorKeys[1] is empty"},
+		{"negative retries", func(o *Options) { o.Retry.MaxAttempts = -1 }, "Options.Retry is {MaxAttempts: -1"},
+		{"negative backoff", func(o *Options) { o.Retry.MaxDelay = -time.Second }, "none can be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, err := New[wrTicket](nil, tc.fn)

@@ -226,6 +226,10 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 			return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.CursorKeys[%d] is empty; a signing key must hold bytes", i)}
 		}
 	}
+	switch r := o.Retry; {
+	case r.MaxAttempts < 0, r.BaseDelay < 0, r.MaxDelay < 0:
+		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.Retry is {MaxAttempts: %d, BaseDelay: %v, MaxDelay: %v}; none can be negative (0 means the default)", r.MaxAttempts, r.BaseDelay, r.MaxDelay)}
+	}
 	st := settingsOf(s, o)
 	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: st, memo: &memo{}, tel: newTelemetry(s, &st)}, nil
 }
