@@ -269,10 +269,11 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: Backfill: "+format, append([]any{ddbindex.ErrInvalidWrite}, args...)...)
 }
 
-// declarationErr is an error of a function's options, matching
-// ddbindex.ErrDeclaration: fn is the function, such as "NewRouter".
+// declarationErr is an error of a function's options: an ErrDeclaration
+// *ddbindex.Error, as the root's New returns; fn is the function, such as
+// "NewRouter".
 func declarationErr(fn, format string, args ...any) error {
-	return fmt.Errorf("%w: migrate.%s: "+format, append([]any{ddbindex.ErrDeclaration, fn}, args...)...)
+	return &ddbindex.Error{Sentinel: ddbindex.ErrDeclaration, Reason: "migrate." + fn + ": " + fmt.Sprintf(format, args...)}
 }
 
 // check validates o's numbers, and returns o with its defaults filled in

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/migrate"
 )
 
@@ -126,6 +128,10 @@ var backfillFields = regexp.MustCompile(`\b(WriteUnitsPerSecond|TotalSegments|Pa
 // int32Of), so the rule is the library's and the names are the operator's.
 func backfillRule(err error, fs *flagSet) string {
 	msg := err.Error()
+	var de *ddbindex.Error
+	if errors.As(err, &de) {
+		msg = de.Reason // without the code, which the exit status stands for
+	}
 	if _, rest, ok := strings.Cut(msg, "Backfill: "); ok {
 		msg = strings.TrimPrefix(rest, "BackfillOptions.")
 	}

@@ -47,5 +47,9 @@ func (e *Error) Code() string { return ddbindex.Code(ddbindex.ErrSchemaMismatch)
 // or ddbindex.ErrInvalidQuery (Check and CheckControlTable, which read them,
 // and a nil among their per-call options). It is raised before any request.
 func invalid(sentinel error, op, format string, args ...any) error {
+	if sentinel == ddbindex.ErrDeclaration {
+		// As the root's New returns it.
+		return &ddbindex.Error{Sentinel: sentinel, Reason: "schema." + op + ": " + fmt.Sprintf(format, args...)}
+	}
 	return fmt.Errorf("%w: schema.%s: "+format, append([]any{sentinel, op}, args...)...)
 }

@@ -13,10 +13,10 @@ import (
 // constructor cannot honour fails with an error matching
 // ddbindex.ErrDeclaration that names the function and the option.
 
-// declarationErr is an error of a constructor's options, matching
-// ddbindex.ErrDeclaration.
+// declarationErr is an error of a constructor's options: an ErrDeclaration
+// *ddbindex.Error, as the root's New returns.
 func declarationErr(fn, format string, args ...any) error {
-	return fmt.Errorf("%w: stream.%s: "+format, append([]any{ddbindex.ErrDeclaration, fn}, args...)...)
+	return &ddbindex.Error{Sentinel: ddbindex.ErrDeclaration, Reason: "stream." + fn + ": " + fmt.Sprintf(format, args...)}
 }
 
 // applyOptions calls each of optFns on o, in order, refusing a nil one.
