@@ -165,3 +165,19 @@ func TestMemoConcurrent(t *testing.T) {
 		require.Contains(t, []float64{1, 2, 3, 4, 5, 6, 7, 8}, m.itemBytes(k))
 	}
 }
+
+// TestMemoNoAllocs: remembering and recalling a known partition allocates
+// nothing, so a query's page fill pays no allocation for the memo.
+func TestMemoNoAllocs(t *testing.T) {
+	var m memo
+	key := "index\x00partition\x00cond"
+	m.put(key, 1, 2)
+	m.putItemBytes(key, 100)
+	allocs := testing.AllocsPerRun(100, func() {
+		m.get(key)
+		m.put(key, 1, 2)
+		m.itemBytes(key)
+		m.putItemBytes(key, 100)
+	})
+	require.Zero(t, allocs)
+}

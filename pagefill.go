@@ -597,9 +597,13 @@ func (m *memo) get(key string) (ratio, weight float64) {
 }
 
 func (m *memo) put(key string, live, read float64) {
-	m.update(key, func(e *memoEntry) {
-		e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
-	})
+	if m == nil {
+		return
+	}
+	p, e := m.edit(key)
+	e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
+	p.m[key] = e
+	p.mu.Unlock()
 }
 
 // itemBytes returns the entry size remembered for key (0: none).
@@ -610,18 +614,22 @@ func (m *memo) itemBytes(key string) float64 {
 
 // putItemBytes remembers the mean size of the entries a call read.
 func (m *memo) putItemBytes(key string, bytes float64) {
-	m.update(key, func(e *memoEntry) { e.bytes = bytes })
-}
-
-// update changes key's entry with f, adding it (and forgetting the oldest
-// of its part when the part is full) if it is new.
-func (m *memo) update(key string, f func(*memoEntry)) {
 	if m == nil {
 		return
 	}
+	p, e := m.edit(key)
+	e.bytes = bytes
+	p.m[key] = e
+	p.mu.Unlock()
+}
+
+// edit locks the part of m that holds key and returns it with key's entry,
+// adding the entry (and forgetting the part's oldest when it is full) if it
+// is new. The caller stores the changed entry and unlocks the part. (A
+// callback that changed the entry in place would move it to the heap.)
+func (m *memo) edit(key string) (*memoPart, memoEntry) {
 	p := m.part(key)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.m == nil {
 		p.m = map[string]memoEntry{}
 	}
@@ -633,6 +641,5 @@ func (m *memo) update(key string, f func(*memoEntry)) {
 		}
 		p.order = append(p.order, key)
 	}
-	f(&e)
-	p.m[key] = e
+	return p, e
 }
