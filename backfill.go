@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -174,34 +172,33 @@ func (b *backfiller[T]) attributes(ctx context.Context, img map[string]types.Att
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrMalformedItem, err)
 	}
-	var x flatExpr
-	var set, remove []string
+	var upd expression.UpdateBuilder
+	changes := 0
 	added, removed := 0, 0
 	for _, k := range b.derived {
 		have, has := img[k.attr]
 		switch {
 		case in && (!has || !av.Equal(have, want[k.attr])):
-			set = append(set, x.name(k.attr)+" = "+x.value(want[k.attr]))
+			upd = upd.Set(expression.NameNoDotSplit(k.attr), expression.Value(want[k.attr]))
 			added += av.AttrSize(k.attr, want[k.attr])
 		case !in && has:
-			remove = append(remove, x.name(k.attr))
+			upd = upd.Remove(expression.NameNoDotSplit(k.attr))
 			removed += av.AttrSize(k.attr, have)
+		default:
+			continue
 		}
+		changes++
 	}
 	switch {
-	case len(set)+len(remove) == 0 && in:
+	case changes == 0 && in:
 		return bridge.Unchanged, nil
-	case len(set)+len(remove) == 0:
+	case changes == 0:
 		return bridge.Sparse, nil
 	}
-	var update string
-	if len(set) > 0 {
-		update = "SET " + strings.Join(set, ", ")
+	x, err := expression.NewBuilder().WithUpdate(upd).WithCondition(b.unchanged(img)).Build()
+	if err != nil {
+		return 0, writeErr("%w", err)
 	}
-	if len(remove) > 0 {
-		update = strings.TrimSpace(update + " REMOVE " + strings.Join(remove, ", "))
-	}
-	cond := b.unchanged(&x, img)
 	key := map[string]types.AttributeValue{}
 	for _, k := range []*keyAttr{t.s.base.pk, t.s.base.sk} {
 		if k != nil {
@@ -214,8 +211,8 @@ func (b *backfiller[T]) attributes(ctx context.Context, img map[string]types.Att
 		return 0, err
 	}
 	req := &dynamodb.UpdateItemInput{
-		TableName: aws.String(table), Key: key, UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
+		TableName: aws.String(table), Key: key, UpdateExpression: x.Update(), ConditionExpression: x.Condition(),
+		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
 	}
 	_, err = retry.Call(ctx, o.Retry, "UpdateItem", func() (*dynamodb.UpdateItemOutput, error) { return t.client.UpdateItem(ctx, req, o.ClientOptions...) })
 	return b.outcome(err, table)
@@ -228,59 +225,28 @@ func (b *backfiller[T]) attributes(ctx context.Context, img map[string]types.Att
 // does not do: an item deleted for good and created again starts at
 // version 1 again, with other values, and the derived keys written are
 // right for the stored item only when those attributes are. It is one flat
-// AND, which every server parses fast (deeply nested parentheses, as the
-// SDK's expression builder writes them, cost some local servers time
-// exponential in the depth).
-func (b *backfiller[T]) unchanged(x *flatExpr, img map[string]types.AttributeValue) string {
+// AND of all its terms, which every server parses fast (chained Ands nest
+// a parenthesis per term, which costs some local servers time exponential
+// in the depth).
+func (b *backfiller[T]) unchanged(img map[string]types.AttributeValue) expression.ConditionBuilder {
 	t := b.t
-	deleted := x.name(t.opts.DeletedAttr)
-	conds := []string{
-		"attribute_exists(" + x.name(t.s.base.pk.attr) + ")",
-		"(attribute_not_exists(" + deleted + ") OR " + deleted + " <> " + x.value(&types.AttributeValueMemberBOOL{Value: true}) + ")",
-	}
+	exists := expression.NameNoDotSplit(t.s.base.pk.attr).AttributeExists()
+	live := live(expression.NameNoDotSplit(t.opts.DeletedAttr))
+	var more []expression.ConditionBuilder
 	if v := t.s.version; v != nil {
 		if have, ok := img[v.attr]; ok {
-			conds = append(conds, x.name(v.attr)+" = "+x.value(have))
+			more = append(more, expression.NameNoDotSplit(v.attr).Equal(expression.Value(have)))
 		}
 	}
 	for _, a := range b.sources {
+		n := expression.NameNoDotSplit(a)
 		if have, ok := img[a]; ok {
-			conds = append(conds, x.name(a)+" = "+x.value(have))
+			more = append(more, n.Equal(expression.Value(have)))
 		} else {
-			conds = append(conds, "attribute_not_exists("+x.name(a)+")")
+			more = append(more, n.AttributeNotExists())
 		}
 	}
-	return strings.Join(conds, " AND ")
-}
-
-// flatExpr collects the placeholders of a hand-written expression.
-type flatExpr struct {
-	names  map[string]string
-	values map[string]types.AttributeValue
-	byName map[string]string
-}
-
-// name returns the placeholder of attribute a.
-func (x *flatExpr) name(a string) string {
-	if p, ok := x.byName[a]; ok {
-		return p
-	}
-	if x.names == nil {
-		x.names, x.byName = map[string]string{}, map[string]string{}
-	}
-	p := "#n" + strconv.Itoa(len(x.names))
-	x.names[p], x.byName[a] = a, p
-	return p
-}
-
-// value returns a new placeholder for v.
-func (x *flatExpr) value(v types.AttributeValue) string {
-	if x.values == nil {
-		x.values = map[string]types.AttributeValue{}
-	}
-	p := ":v" + strconv.Itoa(len(x.values))
-	x.values[p] = v
-	return p
+	return expression.And(exists, live, more...)
 }
 
 // outcome is a conditional write's outcome: Skipped when its condition

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ddbindex/ddbindex/internal/expr"
 )
 
 // This file shows a query's first request without sending it (Explain),
@@ -89,7 +90,7 @@ func (r Request) String() string {
 	if len(r.Shards) > 0 {
 		parts := make([]string, len(r.Shards))
 		for i, sh := range r.Shards {
-			parts[i] = fmt.Sprintf("%s (Limit %d)", avString(sh.ExpressionAttributeValues[shardPKValue]), aws.ToInt32(sh.Limit))
+			parts[i] = fmt.Sprintf("%s (Limit %d)", avString(expr.ShardPK(sh.ExpressionAttributeValues)), aws.ToInt32(sh.Limit))
 		}
 		fmt.Fprintf(&b, "\n  and the same request to every shard, in parallel, merged in order: %s", strings.Join(parts, ", "))
 	}

@@ -3,6 +3,7 @@ package ddbindex
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sync"
@@ -532,6 +533,14 @@ func (s *sizer) settle() {
 // memoCap bounds the partitions a Table remembers.
 const memoCap = 4096
 
+// memoShards is how many parts, each with its own lock, a memo has: a call
+// locks only the part its key falls in, so calls on different indexes and
+// partitions of one Table do not wait on one lock.
+const memoShards = 16
+
+// memoSeed spreads keys over a memo's parts.
+var memoSeed = maphash.MakeSeed()
+
 // memoDecay is how much an entry's evidence counts once a newer call adds
 // its own.
 const memoDecay = 0.5
@@ -539,15 +548,21 @@ const memoDecay = 0.5
 // memo remembers, per index and partition (and filter), the live ratio
 // earlier calls read, so that the first request of a call, page 1 included,
 // is sized for it, and for a sharded index the entries' mean size (see
-// merger.size). It is bounded (memoCap partitions, the oldest forgotten
-// first). It changes request sizes and, once the server has refused a
-// start key placed just before a cursor's next position (noStartBefore),
-// where later calls start; never results.
+// merger.size). It is bounded (memoCap partitions: memoCap/memoShards in
+// each of its parts, the part's oldest forgotten first). It changes request
+// sizes and, once the server has refused a start key placed just before a
+// cursor's next position (noStartBefore), where later calls start; never
+// results. Its zero value is empty and ready.
 type memo struct {
 	// noStartBefore is set once the server refused a start key built
 	// before a cursor's next item: later pages start after the last item.
 	noStartBefore atomic.Bool
 
+	parts [memoShards]memoPart
+}
+
+// memoPart is the part of a memo that holds the keys that hash to it.
+type memoPart struct {
 	mu    sync.Mutex
 	m     map[string]memoEntry
 	order []string // keys, oldest first
@@ -558,13 +573,25 @@ type memoEntry struct {
 	bytes      float64 // the mean size of the entries read (0: unknown)
 }
 
-func (m *memo) get(key string) (ratio, weight float64) {
+// part returns the part of m that holds key.
+func (m *memo) part(key string) *memoPart {
+	return &m.parts[maphash.String(memoSeed, key)%memoShards]
+}
+
+// entry returns key's entry, if m has one.
+func (m *memo) entry(key string) (memoEntry, bool) {
 	if m == nil {
-		return 0, 0
+		return memoEntry{}, false
 	}
-	m.mu.Lock()
-	e, ok := m.m[key]
-	m.mu.Unlock()
+	p := m.part(key)
+	p.mu.Lock()
+	e, ok := p.m[key]
+	p.mu.Unlock()
+	return e, ok
+}
+
+func (m *memo) get(key string) (ratio, weight float64) {
+	e, ok := m.entry(key)
 	if !ok || e.read == 0 {
 		return 0, 0
 	}
@@ -572,45 +599,49 @@ func (m *memo) get(key string) (ratio, weight float64) {
 }
 
 func (m *memo) put(key string, live, read float64) {
-	m.update(key, func(e *memoEntry) {
-		e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
-	})
+	if m == nil {
+		return
+	}
+	p, e := m.edit(key)
+	e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
+	p.m[key] = e
+	p.mu.Unlock()
 }
 
 // itemBytes returns the entry size remembered for key (0: none).
 func (m *memo) itemBytes(key string) float64 {
-	if m == nil {
-		return 0
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[key].bytes
+	e, _ := m.entry(key)
+	return e.bytes
 }
 
 // putItemBytes remembers the mean size of the entries a call read.
 func (m *memo) putItemBytes(key string, bytes float64) {
-	m.update(key, func(e *memoEntry) { e.bytes = bytes })
-}
-
-// update changes key's entry with f, adding it (and forgetting the oldest
-// when full) if it is new.
-func (m *memo) update(key string, f func(*memoEntry)) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = map[string]memoEntry{}
+	p, e := m.edit(key)
+	e.bytes = bytes
+	p.m[key] = e
+	p.mu.Unlock()
+}
+
+// edit locks the part of m that holds key and returns it with key's entry,
+// adding the entry (and forgetting the part's oldest when it is full) if it
+// is new. The caller stores the changed entry and unlocks the part. (A
+// callback that changed the entry in place would move it to the heap.)
+func (m *memo) edit(key string) (*memoPart, memoEntry) {
+	p := m.part(key)
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[string]memoEntry{}
 	}
-	e, ok := m.m[key]
+	e, ok := p.m[key]
 	if !ok {
-		if len(m.order) >= memoCap {
-			delete(m.m, m.order[0])
-			m.order = m.order[1:]
+		if len(p.order) >= memoCap/memoShards {
+			delete(p.m, p.order[0])
+			p.order = p.order[1:]
 		}
-		m.order = append(m.order, key)
+		p.order = append(p.order, key)
 	}
-	f(&e)
-	m.m[key] = e
+	return p, e
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ddbindex/ddbindex/internal/expr"
 )
 
 // This file reads a sharded index (shards=N). A logical partition is N
@@ -24,24 +25,13 @@ import (
 // defaultShardFanout is Options.ShardFanout's default.
 const defaultShardFanout = 16
 
-// Placeholders of a sharded query's key condition. The expression builder
-// names its own #0, :0, ..., so these cannot collide with them.
-const (
-	shardPKName  = "#ddbxpk"
-	shardPKValue = ":ddbxpk"
-	shardSKName  = "#ddbxsk"
-	shardLo      = ":ddbxlo"
-	shardHi      = ":ddbxhi"
-)
-
 // shardPlan is what a query of a sharded index adds to its plan.
 type shardPlan struct {
 	keys []types.AttributeValue // each shard's partition key value
-	// cond is the condition on the sort key every shard reads ("" for
-	// none), with its values: the caller's condition narrowed to what
-	// follows the cursor.
-	cond   string
-	values map[string]types.AttributeValue
+	// cond is the condition on the sort key every shard reads (the zero
+	// value for none): the caller's condition narrowed to what follows the
+	// cursor.
+	cond expr.SortCond
 	// empty: the range holds nothing, so no request is needed.
 	empty bool
 	// after is the exclusive lower bound of the range (the caller's or,
@@ -132,11 +122,9 @@ func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc 
 		}
 		prefix = false
 	}
-	sp.values = map[string]types.AttributeValue{}
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	switch {
 	case prefix:
-		sp.cond, sp.values[shardLo] = "begins_with("+shardSKName+", "+shardLo+")", s(kc.oa)
+		sp.cond = expr.SortBeginsWith(kc.oa)
 	case lo.set && hi.set:
 		l, h := lo.v, hi.v
 		if !lo.incl {
@@ -151,23 +139,14 @@ func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc 
 		case h == "" || l > h:
 			sp.empty = true
 		case l == h:
-			sp.cond, sp.values[shardLo] = shardSKName+" = "+shardLo, s(l)
+			sp.cond = expr.SortEqual(l)
 		default:
-			sp.cond = shardSKName + " BETWEEN " + shardLo + " AND " + shardHi
-			sp.values[shardLo], sp.values[shardHi] = s(l), s(h)
+			sp.cond = expr.SortBetween(l, h)
 		}
 	case lo.set:
-		op := " > "
-		if lo.incl {
-			op = " >= "
-		}
-		sp.cond, sp.values[shardLo] = shardSKName+op+shardLo, s(lo.v)
+		sp.cond = expr.SortAbove(lo.v, lo.incl)
 	case hi.set:
-		op := " < "
-		if hi.incl {
-			op = " <= "
-		}
-		sp.cond, sp.values[shardHi] = shardSKName+op+shardHi, s(hi.v)
+		sp.cond = expr.SortBelow(hi.v, hi.incl)
 	}
 	return sp, nil
 }
@@ -183,14 +162,11 @@ func (p *plan) shardInput(i int) dynamodb.QueryInput {
 	if values == nil {
 		values = map[string]types.AttributeValue{}
 	}
-	names[shardPKName], values[shardPKValue] = p.def.pk.attr, p.shard.keys[i]
-	cond := shardPKName + " = " + shardPKValue
-	if p.shard.cond != "" {
-		names[shardSKName] = p.def.sk.attr
-		maps.Copy(values, p.shard.values)
-		cond += " AND " + p.shard.cond
+	var sk string
+	if p.def.sk != nil {
+		sk = p.def.sk.attr
 	}
-	in.KeyConditionExpression = aws.String(cond)
+	in.KeyConditionExpression = aws.String(expr.ShardKeyCondition(names, values, p.def.pk.attr, p.shard.keys[i], sk, p.shard.cond))
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = names, values
 	return in
 }

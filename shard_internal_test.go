@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ddbindex/ddbindex/internal/expr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -226,7 +227,7 @@ func TestExplainSharded(t *testing.T) {
 	r := e.Request
 	require.Len(t, r.Shards, 16)
 	for i, in := range r.Shards {
-		require.Equal(t, &types.AttributeValueMemberS{Value: fmt.Sprint("global#", i)}, in.ExpressionAttributeValues[shardPKValue])
+		require.Equal(t, &types.AttributeValueMemberS{Value: fmt.Sprint("global#", i)}, in.ExpressionAttributeValues[expr.ShardPKValue])
 		require.Equal(t, r.Input.KeyConditionExpression, in.KeyConditionExpression)
 	}
 	require.Same(t, r.Shards[0], r.Input)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/av"
+	"github.com/ddbindex/ddbindex/internal/expr"
 )
 
 // This file checks what pages of a sharded index cost, and compares the
@@ -72,7 +73,7 @@ type shmServer struct {
 
 func (m *shmServer) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	index := aws.ToString(in.IndexName)
-	pk, ok := in.ExpressionAttributeValues[shardPKValue].(*types.AttributeValueMemberS)
+	pk, ok := in.ExpressionAttributeValues[expr.ShardPKValue].(*types.AttributeValueMemberS)
 	if !ok {
 		return nil, fmt.Errorf("shmServer: not a sharded query: %s", aws.ToString(in.KeyConditionExpression))
 	}
@@ -124,7 +125,7 @@ func (m *shmServer) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(
 	}
 	if last != nil && (int(out.ScannedCount) == limit || bytes >= pfmMB) {
 		out.LastEvaluatedKey = map[string]types.AttributeValue{}
-		for _, a := range []string{"id", skAttr, in.ExpressionAttributeNames[shardPKName]} {
+		for _, a := range []string{"id", skAttr, in.ExpressionAttributeNames[expr.ShardPKName]} {
 			out.LastEvaluatedKey[a] = last.item[a]
 		}
 	}
@@ -147,28 +148,28 @@ func shmKeyCond(kce string, values map[string]types.AttributeValue) (func(string
 		}
 		return s.Value
 	}
-	cond, ok := strings.CutPrefix(kce, shardPKName+" = "+shardPKValue)
+	cond, ok := strings.CutPrefix(kce, expr.ShardPKName+" = "+expr.ShardPKValue)
 	if !ok {
 		return nil, fmt.Errorf("shmServer: key condition %q", kce)
 	}
 	if cond == "" {
 		return func(string) bool { return true }, nil
 	}
-	lo, hi := v(shardLo), v(shardHi)
+	lo, hi := v(expr.ShardLo), v(expr.ShardHi)
 	switch strings.TrimPrefix(cond, " AND ") {
-	case "begins_with(" + shardSKName + ", " + shardLo + ")":
+	case "begins_with(" + expr.ShardSKName + ", " + expr.ShardLo + ")":
 		return func(sk string) bool { return strings.HasPrefix(sk, lo) }, nil
-	case shardSKName + " = " + shardLo:
+	case expr.ShardSKName + " = " + expr.ShardLo:
 		return func(sk string) bool { return sk == lo }, nil
-	case shardSKName + " BETWEEN " + shardLo + " AND " + shardHi:
+	case expr.ShardSKName + " BETWEEN " + expr.ShardLo + " AND " + expr.ShardHi:
 		return func(sk string) bool { return lo <= sk && sk <= hi }, nil
-	case shardSKName + " > " + shardLo:
+	case expr.ShardSKName + " > " + expr.ShardLo:
 		return func(sk string) bool { return sk > lo }, nil
-	case shardSKName + " >= " + shardLo:
+	case expr.ShardSKName + " >= " + expr.ShardLo:
 		return func(sk string) bool { return sk >= lo }, nil
-	case shardSKName + " < " + shardHi:
+	case expr.ShardSKName + " < " + expr.ShardHi:
 		return func(sk string) bool { return sk < hi }, nil
-	case shardSKName + " <= " + shardHi:
+	case expr.ShardSKName + " <= " + expr.ShardHi:
 		return func(sk string) bool { return sk <= hi }, nil
 	}
 	return nil, fmt.Errorf("shmServer: key condition %q", kce)

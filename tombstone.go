@@ -26,7 +26,12 @@ import (
 //
 //	attribute_not_exists(#deleted) OR #deleted <> :true
 func liveCondition(o *settings) expression.ConditionBuilder {
-	n := expression.Name(o.DeletedAttr)
+	return live(expression.Name(o.DeletedAttr))
+}
+
+// live is the filter that keeps live entries only, with n naming the
+// DeletedAttr attribute.
+func live(n expression.NameBuilder) expression.ConditionBuilder {
 	return n.AttributeNotExists().Or(n.NotEqual(expression.Value(true)))
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -138,11 +139,15 @@ func (s *DynamoDBCheckpoints) Load(ctx context.Context, key string) (map[Segment
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	x, err := expression.NewBuilder().WithKeyCondition(expression.Key(controlPK).Equal(expression.Value(checkpointPrefix + key))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: migrate: read the backfill checkpoints of %s: %w", ddbindex.ErrInvalidQuery, key, err)
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.Table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": controlPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: checkpointPrefix + key}},
+		KeyConditionExpression:    x.KeyCondition(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
 		ConsistentRead:            aws.Bool(true),
 	}
 	out := map[Segment]Checkpoint{}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.opentelemetry.io/otel/metric"
@@ -426,11 +427,15 @@ func (r *Router) Routes(ctx context.Context, table string, optFns ...func(*dynam
 // options opts.
 func (r *Router) read(ctx context.Context, table string, opts []func(*dynamodb.Options)) (map[string]Route, error) {
 	control := r.o.ControlTable
+	x, err := expression.NewBuilder().WithKeyCondition(expression.Key(controlPK).Equal(expression.Value(routePrefix + table))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: migrate: read the routes of %s: %w", ddbindex.ErrInvalidQuery, table, err)
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(control),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": controlPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: routePrefix + table}},
+		KeyConditionExpression:    x.KeyCondition(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
 		ConsistentRead:            aws.Bool(true),
 	}
 	routes := map[string]Route{}

@@ -330,7 +330,10 @@ func (c *fakeControl) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...f
 func (c *fakeControl) read(in *dynamodb.QueryInput) *dynamodb.QueryOutput {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pk := in.ExpressionAttributeValues[":pk"].(*types.AttributeValueMemberS).Value
+	var pk string // the key condition's one value: the partition
+	for _, v := range in.ExpressionAttributeValues {
+		pk = v.(*types.AttributeValueMemberS).Value
+	}
 	out := &dynamodb.QueryOutput{}
 	for _, item := range c.items[pk] {
 		out.Items = append(out.Items, item)

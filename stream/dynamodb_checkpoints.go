@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -100,12 +101,16 @@ func (s *DynamoDBCheckpoints) Checkpoint(ctx context.Context, shardID string) (s
 	if err := s.check(); err != nil {
 		return "", err
 	}
+	x, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name("seq"))).Build()
+	if err != nil {
+		return "", fmt.Errorf("%w: stream: checkpoint of shard %s: %w", ddbindex.ErrInvalidQuery, shardID, err)
+	}
 	out, err := s.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(s.Table),
 		Key:                      s.key(shardItemPrefix + shardID),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#seq"),
-		ExpressionAttributeNames: map[string]string{"#seq": "seq"},
+		ProjectionExpression:     x.Projection(),
+		ExpressionAttributeNames: x.Names(),
 	}, s.ClientOptions...)
 	if err != nil {
 		return "", fmt.Errorf("ddbindex: read checkpoint of shard %s from %s: %w", shardID, s.Table, callErr("GetItem", &s.Table, err))
@@ -128,27 +133,28 @@ func (s *DynamoDBCheckpoints) SetCheckpoint(ctx context.Context, shardID, seq st
 	if err := s.check(); err != nil {
 		return err
 	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.Table),
-		Key:                      s.key(shardItemPrefix + shardID),
-		ExpressionAttributeNames: map[string]string{"#seq": "seq", "#ord": "seq_order", "#upd": "updated"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":upd": &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
-		},
-	}
+	seqN, ordN := expression.Name("seq"), expression.Name("seq_order")
+	b := expression.NewBuilder()
 	if seq == "" {
-		in.UpdateExpression = aws.String("SET #upd = :upd REMOVE #seq, #ord")
+		b = b.WithUpdate(expression.Remove(seqN).Remove(ordN).Set(expression.Name("updated"), expression.Value(nowText())))
 	} else {
 		ord, err := seqOrder(seq)
 		if err != nil {
 			return err
 		}
-		in.UpdateExpression = aws.String("SET #seq = :seq, #ord = :ord, #upd = :upd")
-		in.ConditionExpression = aws.String("attribute_not_exists(#ord) OR #ord <= :ord")
-		in.ExpressionAttributeValues[":seq"] = &types.AttributeValueMemberS{Value: seq}
-		in.ExpressionAttributeValues[":ord"] = &types.AttributeValueMemberS{Value: ord}
+		b = b.WithUpdate(expression.Set(seqN, expression.Value(seq)).Set(ordN, expression.Value(ord)).
+			Set(expression.Name("updated"), expression.Value(nowText()))).
+			WithCondition(ordN.AttributeNotExists().Or(ordN.LessThanEqual(expression.Value(ord))))
 	}
-	_, err := s.Client.UpdateItem(ctx, in, s.ClientOptions...)
+	x, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("%w: stream: checkpoint of shard %s: %w", ddbindex.ErrInvalidWrite, shardID, err)
+	}
+	_, err = s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.Table), Key: s.key(shardItemPrefix + shardID),
+		UpdateExpression: x.Update(), ConditionExpression: x.Condition(),
+		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
+	}, s.ClientOptions...)
 	if conditionFailed(err) {
 		return nil // the checkpoint is already later
 	}
@@ -164,12 +170,19 @@ func (s *DynamoDBCheckpoints) ListLeases(ctx context.Context) ([]Lease, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	x, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(spec.ControlPK).Equal(expression.Value(streamGroupPrefix + s.Name))).
+		WithProjection(expression.NamesList(expression.Name(spec.ControlSK), expression.Name("owner"), expression.Name("until"), expression.Name("ended"))).
+		Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: stream: leases of %s: %w", ddbindex.ErrInvalidQuery, s.Name, err)
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.Table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ProjectionExpression:      aws.String("#sk, #owner, #until, #ended"),
-		ExpressionAttributeNames:  map[string]string{"#pk": spec.ControlPK, "#sk": spec.ControlSK, "#owner": "owner", "#until": "until", "#ended": "ended"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: streamGroupPrefix + s.Name}},
+		KeyConditionExpression:    x.KeyCondition(),
+		ProjectionExpression:      x.Projection(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
 		ConsistentRead:            aws.Bool(true),
 	}
 	var out []Lease
@@ -237,6 +250,9 @@ func leaseFromItem(item map[string]types.AttributeValue) (Lease, error) {
 	return l, nil
 }
 
+// nowText is the time a checkpoint is written at.
+func nowText() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
 func millis(t time.Time) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixMilli(), 10)}
 }
@@ -261,17 +277,18 @@ func (s *DynamoDBCheckpoints) AcquireLease(ctx context.Context, shardID, owner s
 		}
 		return true, nil
 	}
-	_, err := s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.Table),
-		Key:                      s.key(shardItemPrefix + shardID),
-		UpdateExpression:         aws.String("SET #owner = :owner, #until = :until"),
-		ConditionExpression:      aws.String("attribute_not_exists(#owner) OR #owner = :owner OR #until <= :now"),
-		ExpressionAttributeNames: map[string]string{"#owner": "owner", "#until": "until"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":owner": &types.AttributeValueMemberS{Value: owner},
-			":until": millis(until),
-			":now":   millis(now),
-		},
+	ownerN, untilN := expression.Name("owner"), expression.Name("until")
+	x, err := expression.NewBuilder().
+		WithUpdate(expression.Set(ownerN, expression.Value(owner)).Set(untilN, expression.Value(millis(until)))).
+		WithCondition(expression.Or(ownerN.AttributeNotExists(), ownerN.Equal(expression.Value(owner)), untilN.LessThanEqual(expression.Value(millis(now))))).
+		Build()
+	if err != nil {
+		return false, fmt.Errorf("%w: stream: lease of shard %s: %w", ddbindex.ErrInvalidWrite, shardID, err)
+	}
+	_, err = s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.Table), Key: s.key(shardItemPrefix + shardID),
+		UpdateExpression: x.Update(), ConditionExpression: x.Condition(),
+		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
 	}, s.ClientOptions...)
 	if conditionFailed(err) {
 		return false, nil // another consumer holds it
@@ -297,22 +314,23 @@ func (s *DynamoDBCheckpoints) ReleaseLease(ctx context.Context, shardID, owner s
 		}
 		return nil
 	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.Table),
-		Key:                      s.key(shardItemPrefix + shardID),
-		UpdateExpression:         aws.String("REMOVE #owner, #until"),
-		ConditionExpression:      aws.String("#owner = :owner"),
-		ExpressionAttributeNames: map[string]string{"#owner": "owner", "#until": "until"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":owner": &types.AttributeValueMemberS{Value: owner},
-		},
-	}
+	ownerN := expression.Name("owner")
+	release := expression.Remove(ownerN).Remove(expression.Name("until"))
+	b := expression.NewBuilder()
 	if ended {
-		in.UpdateExpression = aws.String("SET #ended = :true REMOVE #owner, #until")
-		in.ConditionExpression, in.ExpressionAttributeValues = nil, map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}}
-		in.ExpressionAttributeNames["#ended"] = "ended"
+		b = b.WithUpdate(release.Set(expression.Name("ended"), expression.Value(true)))
+	} else {
+		b = b.WithUpdate(release).WithCondition(ownerN.Equal(expression.Value(owner)))
 	}
-	_, err := s.Client.UpdateItem(ctx, in, s.ClientOptions...)
+	x, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("%w: stream: lease of shard %s: %w", ddbindex.ErrInvalidWrite, shardID, err)
+	}
+	_, err = s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.Table), Key: s.key(shardItemPrefix + shardID),
+		UpdateExpression: x.Update(), ConditionExpression: x.Condition(),
+		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
+	}, s.ClientOptions...)
 	if conditionFailed(err) {
 		return nil // owner no longer holds it
 	}
@@ -331,21 +349,23 @@ func (s *DynamoDBCheckpoints) DeleteLease(ctx context.Context, l Lease) error {
 		return err
 	}
 	in := &dynamodb.DeleteItemInput{TableName: aws.String(s.Table)}
+	var cond expression.ConditionBuilder
 	switch {
 	case l.ShardID != "" && l.Ended:
 		in.Key = s.key(shardItemPrefix + l.ShardID)
-		in.ConditionExpression = aws.String("#ended = :true")
-		in.ExpressionAttributeNames = map[string]string{"#ended": "ended"}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}}
+		cond = expression.Name("ended").Equal(expression.Value(true))
 	case l.ShardID == "" && l.Owner != "":
 		in.Key = s.key(ownerItemPrefix + l.Owner)
-		in.ConditionExpression = aws.String("#until = :until")
-		in.ExpressionAttributeNames = map[string]string{"#until": "until"}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":until": millis(l.Until)}
+		cond = expression.Name("until").Equal(expression.Value(millis(l.Until)))
 	default:
 		return fmt.Errorf("%w: stream: DeleteLease deletes an ended shard's item or a heartbeat, not %+v", ddbindex.ErrInvalidWrite, l)
 	}
-	_, err := s.Client.DeleteItem(ctx, in, s.ClientOptions...)
+	x, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("%w: stream: delete lease item: %w", ddbindex.ErrInvalidWrite, err)
+	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = x.Condition(), x.Names(), x.Values()
+	_, err = s.Client.DeleteItem(ctx, in, s.ClientOptions...)
 	if conditionFailed(err) {
 		return nil // changed since it was listed
 	}

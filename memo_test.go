@@ -1,0 +1,183 @@
+package ddbindex
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// memoLen counts the entries m holds, checking each part's order against
+// its map.
+func memoLen(t *testing.T, m *memo) int {
+	t.Helper()
+	n := 0
+	for i := range m.parts {
+		p := &m.parts[i]
+		p.mu.Lock()
+		ok := len(p.order) == len(p.m)
+		for _, k := range p.order {
+			_, in := p.m[k]
+			ok = ok && in && m.part(k) == p
+		}
+		n += len(p.m)
+		p.mu.Unlock()
+		require.True(t, ok, "part %d: its order lists its keys, each hashed to it", i)
+	}
+	return n
+}
+
+// TestMemoRemembersAndDecays: an entry's ratio weighs newer calls more, its
+// weight is the decayed evidence, and its entry size is kept apart.
+func TestMemoRemembersAndDecays(t *testing.T) {
+	t.Parallel()
+	var m memo
+	r, w := m.get("k")
+	require.Zero(t, r)
+	require.Zero(t, w)
+	require.Zero(t, m.itemBytes("k"))
+
+	m.put("k", 10, 100)
+	r, w = m.get("k")
+	require.InDelta(t, 0.1, r, 1e-12)
+	require.InDelta(t, 100, w, 1e-12)
+
+	m.put("k", 50, 100) // live 5+50, read 50+100
+	r, w = m.get("k")
+	require.InDelta(t, 55.0/150, r, 1e-12)
+	require.InDelta(t, 150, w, 1e-12)
+
+	m.putItemBytes("k", 321)
+	require.InDelta(t, 321, m.itemBytes("k"), 1e-12)
+	r, w = m.get("k")
+	require.InDelta(t, 55.0/150, r, 1e-12, "the entry size leaves the ratio alone")
+	require.InDelta(t, 150, w, 1e-12)
+
+	m.putItemBytes("sized only", 64)
+	r, w = m.get("sized only")
+	require.Zero(t, r, "an entry with no reads yet gives no ratio")
+	require.Zero(t, w)
+	require.Equal(t, 2, memoLen(t, &m))
+
+	var none *memo
+	none.put("k", 1, 1)
+	none.putItemBytes("k", 1)
+	r, w = none.get("k")
+	require.Zero(t, r+w+none.itemBytes("k"), "a nil memo remembers nothing")
+}
+
+// TestMemoBound: however many partitions are read, a memo holds at most
+// memoCap entries, and each part forgets its oldest first: the newest
+// entry of every part survives, the first entry of a part that overflowed
+// does not.
+func TestMemoBound(t *testing.T) {
+	t.Parallel()
+	var m memo
+	var keys []string
+	for i := range 3 * memoCap {
+		k := "idx\x00part-" + strconv.Itoa(i)
+		keys = append(keys, k)
+		m.put(k, 1, 2)
+		if i%(memoCap/4) == 0 {
+			require.LessOrEqual(t, memoLen(t, &m), memoCap)
+		}
+	}
+	require.LessOrEqual(t, memoLen(t, &m), memoCap)
+	require.Greater(t, memoLen(t, &m), memoCap/2, "the parts share the bound")
+	newest := map[*memoPart]string{}
+	first := map[*memoPart]string{}
+	count := map[*memoPart]int{}
+	for _, k := range keys {
+		p := m.part(k)
+		newest[p] = k
+		if _, ok := first[p]; !ok {
+			first[p] = k
+		}
+		count[p]++
+	}
+	for p, k := range newest {
+		r, _ := m.get(k)
+		require.InDelta(t, 0.5, r, 1e-12, "the newest key of its part is kept")
+		if count[p] > memoCap/memoShards {
+			r, w := m.get(first[p])
+			require.Zero(t, r+w, "the oldest key of a full part is forgotten")
+		}
+	}
+	// Updating a kept entry does not make room: it is not new.
+	before := memoLen(t, &m)
+	m.put(keys[len(keys)-1], 1, 2)
+	require.Equal(t, before, memoLen(t, &m))
+}
+
+// TestMemoPartsLockApart: a call on one key takes only its part's lock, so
+// it proceeds while another part is held (with one lock for the whole memo
+// it would wait forever).
+func TestMemoPartsLockApart(t *testing.T) {
+	t.Parallel()
+	var m memo
+	a := "index-a\x00p"
+	b := ""
+	for i := 0; b == ""; i++ {
+		if k := "index-b\x00p" + strconv.Itoa(i); m.part(k) != m.part(a) {
+			b = k
+		}
+	}
+	held := m.part(a)
+	held.mu.Lock()
+	m.put(b, 3, 4)
+	m.putItemBytes(b, 10)
+	r, w := m.get(b)
+	held.mu.Unlock()
+	require.InDelta(t, 0.75, r, 1e-12)
+	require.InDelta(t, 4, w, 1e-12)
+	require.InDelta(t, 10, m.itemBytes(b), 1e-12)
+}
+
+// TestMemoConcurrent: calls on one Table read and update the memo at once
+// (run with -race); every update lands. The keys are too few to fill a
+// part, so none is forgotten.
+func TestMemoConcurrent(t *testing.T) {
+	t.Parallel()
+	var m memo
+	const workers, rounds = 8, 2000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				shared := "shared\x00" + strconv.Itoa(i%4)
+				m.put(shared, 1, 1)
+				m.get(shared)
+				m.putItemBytes(shared, float64(w+1))
+				m.itemBytes(shared)
+				own := "own\x00" + strconv.Itoa(w) + "/" + strconv.Itoa(i%8)
+				m.put(own, 0, 1)
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, memoLen(t, &m), memoCap)
+	for i := range 4 {
+		k := "shared\x00" + strconv.Itoa(i)
+		r, w := m.get(k)
+		require.InDelta(t, 1, r, 1e-12, "every call read live entries only")
+		require.InDelta(t, 2, w, 1e-9, "the decayed weight of many calls of 1 read")
+		require.Contains(t, []float64{1, 2, 3, 4, 5, 6, 7, 8}, m.itemBytes(k))
+	}
+}
+
+// TestMemoNoAllocs: remembering and recalling a known partition allocates
+// nothing, so a query's page fill pays no allocation for the memo.
+func TestMemoNoAllocs(t *testing.T) {
+	var m memo
+	key := "index\x00partition\x00cond"
+	m.put(key, 1, 2)
+	m.putItemBytes(key, 100)
+	allocs := testing.AllocsPerRun(100, func() {
+		m.get(key)
+		m.put(key, 1, 2)
+		m.itemBytes(key)
+		m.putItemBytes(key, 100)
+	})
+	require.Zero(t, allocs)
+}
