@@ -7,15 +7,12 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
@@ -392,39 +389,6 @@ func (s bfItemsScan) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamod
 	return &dynamodb.ScanOutput{Items: s, Count: int32(len(s))}, nil
 }
 
-// bfOpCounter counts the SDK operations of the calls whose options it is
-// in, by operation name, in the Initialize step (once per operation,
-// whatever its retries).
-type bfOpCounter struct {
-	id string // the middleware's ID, unique within a stack
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *bfOpCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				if c.n == nil {
-					c.n = map[string]int{}
-				}
-				c.n[awsmiddleware.GetOperationName(ctx)]++
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
-}
-
-// take returns the counts so far and starts again from zero.
-func (c *bfOpCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = nil
-	return n
-}
-
 // TestBackfillClientOptions: Backfill applies ClientOptions to every
 // request it sends (Scan, DescribeTable, and the writes, PutItem for an
 // index table, UpdateItem for a GSI): a client counts every operation it
@@ -437,7 +401,7 @@ func TestBackfillClientOptions(t *testing.T) {
 	for _, form := range []string{"table", "gsi"} {
 		t.Run(form, func(t *testing.T) {
 			t.Parallel()
-			all, mine := &bfOpCounter{id: "bfAll"}, &bfOpCounter{id: "bfMine"}
+			all, mine := &ddbtest.OpCounter{ID: "bfAll"}, &ddbtest.OpCounter{ID: "bfMine"}
 			var names func(*ddbindex.Options)
 			var plain *dynamodb.Client
 			var backfill func(client *dynamodb.Client, fn func(*migrate.BackfillOptions)) error
@@ -460,14 +424,14 @@ func TestBackfillClientOptions(t *testing.T) {
 					return err
 				}
 			}
-			client := dynamodb.New(plain.Options(), all.option)
+			client := dynamodb.New(plain.Options(), all.Option)
 			cps := &migrate.MemoryCheckpoints{}
 			require.NoError(t, backfill(client, func(o *migrate.BackfillOptions) {
 				o.PageSize, o.Checkpoint = 10, cps
-				o.ClientOptions = append(o.ClientOptions, mine.option)
+				o.ClientOptions = append(o.ClientOptions, mine.Option)
 				o.Progress = func(migrate.BackfillProgress) {}
 			}))
-			sent, reached := all.take(), mine.take()
+			sent, reached := all.Take(), mine.Take()
 			require.Equal(t, sent, reached, "every request Backfill sent had the per-call options")
 			write := map[string]string{"table": "PutItem", "gsi": "UpdateItem"}[form]
 			for _, op := range []string{"Scan", "DescribeTable", write} {
