@@ -71,14 +71,18 @@ func bfPosts(t *testing.T, n int) (*ddbindex.Table[bfPostGSI], *ddbindex.Table[b
 }
 
 // TestBackfillIndexTableAgain: a backfill of an index table writes every
-// entry, reporting progress per scan page; a second one leaves every entry
-// as it is; one after a delete the stream applied does not bring the
-// tombstoned entry back.
+// entry, reporting progress per scan page, after which queries read the
+// same pages from the index table as from the GSI; a second one leaves every
+// entry as it is; one after a delete the stream applied does not bring the
+// tombstoned entry back, and both forms agree that the post is gone.
 func TestBackfillIndexTableAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	gsi, table, posts, sparse, _ := bfPosts(t, 60)
 	c := ddbtest.Client(t)
+	empty, err := table.Query("newest", "global").Page(ctx)
+	require.NoError(t, err)
+	require.Empty(t, empty.Items, "before the backfill the index table is empty")
 	var progress []migrate.BackfillProgress
 	st, err := migrate.Backfill(ctx, table, c, "newest", func(o *migrate.BackfillOptions) {
 		o.PageSize = 16
@@ -87,6 +91,7 @@ func TestBackfillIndexTableAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, migrate.BackfillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 	require.GreaterOrEqual(t, len(progress), 4, "a progress report per scan page")
+	bfSamePages(t, gsi, table)
 
 	st, err = migrate.Backfill(ctx, table, c, "newest")
 	require.NoError(t, err)
@@ -97,16 +102,63 @@ func TestBackfillIndexTableAgain(t *testing.T) {
 	require.NoError(t, gsi.Delete(ctx, posts[11]))
 	_, err = table.Apply(ctx, []ddbindex.Change{{Old: img, Version: "7"}})
 	require.NoError(t, err)
+	bfSamePages(t, gsi, table)
 	st, err = migrate.Backfill(ctx, table, c, "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)
+	bfSamePages(t, gsi, table)
 	p, err := table.Query("newest", "global").Limit(100).IncludeDeleted().Page(ctx)
 	require.NoError(t, err)
 	require.Len(t, p.Items, 60-sparse, "the deleted post's entry is a tombstone still")
 	live, err := table.Query("newest", "global").Limit(100).Page(ctx)
 	require.NoError(t, err)
 	require.Len(t, live.Items, 59-sparse)
+}
+
+// bfFeedQueries are the queries bfSamePages reads through either model.
+func bfFeedQueries[T any](tb *ddbindex.Table[T]) []ddbindex.Query[T] {
+	q := func() ddbindex.Query[T] { return tb.Query("newest", "global") }
+	return []ddbindex.Query[T]{
+		q().Limit(7),
+		q().Desc().Limit(5),
+		q().Desc().Limit(6),
+		q().Where(ddbindex.Between(int64(1733000002000), int64(1733000006000))).Limit(4),
+		q().Where(ddbindex.Ge(int64(1733000008000))).Desc().Limit(1),
+	}
+}
+
+// bfSamePages requires that each of bfFeedQueries reads the same items, in
+// the same pages, through the GSI model as through the index-table model,
+// following cursors to the end.
+func bfSamePages(t *testing.T, gsi *ddbindex.Table[bfPostGSI], table *ddbindex.Table[bfPostTable]) {
+	t.Helper()
+	qa, qb := bfFeedQueries(gsi), bfFeedQueries(table)
+	for i := range qa {
+		var a, b [][]bfPostGSI
+		for cursor := ""; ; {
+			p, err := qa[i].After(cursor).Page(t.Context())
+			require.NoError(t, err)
+			a = append(a, p.Items)
+			if cursor = p.Cursor; cursor == "" {
+				break
+			}
+		}
+		for cursor := ""; ; {
+			p, err := qb[i].After(cursor).Page(t.Context())
+			require.NoError(t, err)
+			conv := make([]bfPostGSI, len(p.Items))
+			for j, it := range p.Items {
+				conv[j] = bfPostGSI(it)
+			}
+			b = append(b, conv)
+			if cursor = p.Cursor; cursor == "" {
+				break
+			}
+		}
+		require.NotEmpty(t, a[0], "query %d reads posts", i)
+		require.Equal(t, a, b, "query %d: the GSI's pages, then the index table's", i)
+	}
 }
 
 // TestBackfillSegments: three calls of one segment each of a scan in three
