@@ -23,6 +23,44 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
 export GOFLAGS
 
+# make test runs each package once per server: those in RACE_PKGS with the
+# race detector, those in PLAIN_PKGS without it (-race slows a test binary
+# several times, and its build more). A package goes in RACE_PKGS when it,
+# or its tests, run the module's code on several goroutines at once;
+# make test-lists fails unless every package is in exactly one list.
+# docs/operations.md ("The race detector") keeps the reasons too.
+#
+#   .                    concurrent writes and moves, sharded reads' parallel
+#                        page fetches, the schema cache under concurrent use
+#   ./migrate            the Router's refresh loop, Shadows' comparisons,
+#                        Backfill's workers, the runbook's concurrent fleet
+#   ./stream             the Consumer's apply workers, two consumers sharing
+#                        leases, concurrent checkpoint writers
+#   ./ops                its backfill command's progress bar, drawn from
+#                        Backfill's workers
+#   ./examples/lambda    the handler applies a batch with workers, through
+#                        the test's shared request recorder
+#   ./internal/withserver  its signal-forwarding and exit-waiting goroutines
+RACE_PKGS := . ./migrate ./stream ./ops ./examples/lambda ./internal/withserver
+#   ./schema             Prepare and Check call DynamoDB one request at a time
+#   ./cmd/ddbindex-demo, ./examples/feed, ./examples/models,
+#   ./examples/supportdesk  sequential programs; the library code they run
+#                        concurrently (consumers, backfills) is race-tested in
+#                        its own package
+#   ./internal/av, ./internal/nilwalk, ./internal/retry, ./internal/expr
+#                        pure functions and a retry loop, on the caller's
+#                        goroutine
+#   ./internal/ddbtest, ./internal/faults  test support; their own tests are
+#                        sequential, and every race-tested package's parallel
+#                        tests share their clients and fault transports under
+#                        the race detector
+#   ./internal/awstest   a cost estimate and a clean-up list, sequential
+#   ./internal/bridge, ./internal/oteltest, ./internal/spec  no tests
+PLAIN_PKGS := ./schema ./cmd/ddbindex-demo ./examples/feed ./examples/models \
+	./examples/supportdesk ./internal/av ./internal/nilwalk ./internal/retry \
+	./internal/ddbtest ./internal/faults ./internal/awstest ./internal/bridge \
+	./internal/oteltest ./internal/spec ./internal/expr
+
 ifneq ($(strip $(DDBINDEX_ENDPOINT)),)
 # withserver starts nothing when DDBINDEX_ENDPOINT is set: run once.
 TEST_SERVERS := dynoxide
@@ -35,7 +73,7 @@ endif
 WITH_SERVER = ws_dir=$$(mktemp -d); trap 'rm -rf "$$ws_dir"' EXIT; \
 	go build -o "$$ws_dir/withserver" ./internal/withserver; ws="$$ws_dir/withserver";
 
-.PHONY: node_modules test test-aws demo bench lint cover fuzz clean
+.PHONY: node_modules test test-lists test-aws demo bench lint cover fuzz clean
 
 node_modules: $(NODE_STAMP)
 
@@ -46,12 +84,29 @@ $(NODE_STAMP): package.json package-lock.json
 
 # A server with no build for this platform (dynoxide outside linux/amd64)
 # is skipped, saying so: -check exits 3 for it.
-test: node_modules
+test: node_modules test-lists
 	$(WITH_SERVER) for s in $(TEST_SERVERS); do \
 		rc=0; "$$ws" -check "$$s" || rc=$$?; \
 		if [ $$rc -eq 3 ]; then continue; elif [ $$rc -ne 0 ]; then exit $$rc; fi; \
-		"$$ws" -server "$$s" -- go test -race -count=1 -timeout 30m $(TESTFLAGS) ./...; \
+		"$$ws" -server "$$s" -- go test -race -count=1 -timeout 30m $(TESTFLAGS) $(RACE_PKGS); \
+		"$$ws" -server "$$s" -- go test -count=1 -timeout 30m $(TESTFLAGS) $(PLAIN_PKGS); \
 	done
+
+# test-lists fails unless RACE_PKGS and PLAIN_PKGS together name every
+# package of the module (go list ./...), each exactly once.
+test-lists:
+	@all=$$(go list ./... | sort); \
+	listed=$$( { go list $(RACE_PKGS); go list $(PLAIN_PKGS); } | sort); \
+	twice=$$(tr ' ' '\n' <<<"$(RACE_PKGS) $(PLAIN_PKGS)" | sed -e '/^$$/d' -e 's|/$$||' | sort | uniq -d); \
+	both=$$(printf '%s\n' "$$(uniq -d <<<"$$listed")" "$$twice" | sed '/^$$/d'); \
+	missing=$$(comm -23 <(echo "$$all") <(uniq <<<"$$listed")); \
+	extra=$$(comm -13 <(echo "$$all") <(uniq <<<"$$listed")); \
+	if [ -n "$$both$$missing$$extra" ]; then \
+		[ -z "$$both" ] || { echo "in RACE_PKGS and PLAIN_PKGS, or twice in one:"; echo "$$both"; }; \
+		[ -z "$$missing" ] || { echo "in neither RACE_PKGS nor PLAIN_PKGS (Makefile):"; echo "$$missing"; }; \
+		[ -z "$$extra" ] || { echo "listed, but not a package of go list ./...:"; echo "$$extra"; }; \
+		exit 1; \
+	fi
 
 # test-aws runs the suite against real DynamoDB (the standard AWS
 # configuration chain), with a cost estimate printed first and a

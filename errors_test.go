@@ -568,15 +568,61 @@ func TestErrorSentinelsAllListed(t *testing.T) {
 	}
 	slices.Sort(listed)
 	require.Equal(t, declared, listed, "erSentinels must list every sentinel of errors.go")
+	for _, name := range slices.Concat(erStreamSentinels, erSchemaSentinels) {
+		require.Contains(t, listed, name, "erStreamSentinels and erSchemaSentinels name sentinels of errors.go")
+	}
 	require.Equal(t, erStreamSentinels, erStringList(t, filepath.Join("stream", "errors_test.go"), "stStreamSentinels"),
 		"package stream's test must cover the sentinels this package's leaves to it")
 	require.Equal(t, erSchemaSentinels, erStringList(t, filepath.Join("schema", "errors_test.go"), "scSchemaSentinels"),
 		"package schema's test must cover the sentinels this package's leaves to it")
+	// Packages stream and schema keep their own copy of erSentinels, to
+	// check that each error of theirs matches one sentinel alone.
+	for file, name := range map[string]string{
+		filepath.Join("stream", "errors_test.go"): "stSentinels",
+		filepath.Join("schema", "errors_test.go"): "scSentinels",
+	} {
+		require.Equal(t, declared, erMapKeys(t, file, name), "%s in %s must list every sentinel of errors.go", name, file)
+	}
+}
+
+// erMapKeys reads, from a Go file, the string keys of the package-level
+// variable name, declared as a map literal, sorted.
+func erMapKeys(t *testing.T, file, name string) []string {
+	t.Helper()
+	lit := erVarLiteral(t, file, name)
+	var out []string
+	for _, e := range lit.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		require.True(t, ok, "%s in %s is not a map literal", name, file)
+		bl, ok := kv.Key.(*ast.BasicLit)
+		require.True(t, ok && bl.Kind == token.STRING, "%s in %s has a non-string key", name, file)
+		k, err := strconv.Unquote(bl.Value)
+		require.NoError(t, err)
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // erStringList reads, from a Go file, the strings of the package-level
 // variable name, declared as a []string literal.
 func erStringList(t *testing.T, file, name string) []string {
+	t.Helper()
+	lit := erVarLiteral(t, file, name)
+	var out []string
+	for _, e := range lit.Elts {
+		bl, ok := e.(*ast.BasicLit)
+		require.True(t, ok && bl.Kind == token.STRING, "%s in %s holds a non-string", name, file)
+		v, err := strconv.Unquote(bl.Value)
+		require.NoError(t, err)
+		out = append(out, v)
+	}
+	return out
+}
+
+// erVarLiteral returns, from a Go file, the composite literal that the
+// package-level variable name is declared as.
+func erVarLiteral(t *testing.T, file, name string) *ast.CompositeLit {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 	require.NoError(t, err)
@@ -592,15 +638,7 @@ func erStringList(t *testing.T, file, name string) []string {
 			}
 			lit, ok := vs.Values[0].(*ast.CompositeLit)
 			require.True(t, ok, "%s in %s is not a literal", name, file)
-			var out []string
-			for _, e := range lit.Elts {
-				bl, ok := e.(*ast.BasicLit)
-				require.True(t, ok && bl.Kind == token.STRING, "%s in %s holds a non-string", name, file)
-				v, err := strconv.Unquote(bl.Value)
-				require.NoError(t, err)
-				out = append(out, v)
-			}
-			return out
+			return lit
 		}
 	}
 	t.Fatalf("no variable %s in %s", name, file)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
 // mgPostGSI and mgPostTable declare the same feed index, one token apart:
@@ -30,29 +28,6 @@ type mgPostTable struct {
 	Feed *string   `dynamodbav:"feed,omitempty" ddbindex:"newest.pk"`
 	At   int64     `dynamodbav:"at" ddbindex:"newest.sk,width=13"`
 	Text string    `dynamodbav:"text"`
-}
-
-// mgSetup creates the GSI model's tables and the index table the migration
-// fills, and writes n posts (every seventh without a feed: not in the index).
-func mgSetup(t *testing.T, n int) (*Table[mgPostGSI], *Table[mgPostTable], []mgPostGSI) {
-	t.Helper()
-	gsi, c := newTestTable[mgPostGSI](t)
-	table, err := New[mgPostTable](c, func(o *Options) { o.TableName = gsi.opts.TableName })
-	require.NoError(t, err)
-	in := tableInputs(table, false)[1]
-	ddbtest.CreateTable(t, c, in)
-	feed := "global"
-	var posts []mgPostGSI
-	for i := range n {
-		p := mgPostGSI{ID: fmt.Sprintf("p%03d", i), At: 1733000000000 + int64(i%10)*1000, Text: fmt.Sprint("post ", i)}
-		if i%7 != 3 {
-			p.Feed = &feed
-		}
-		_, err := gsi.Put(context.Background(), p)
-		require.NoError(t, err)
-		posts = append(posts, p)
-	}
-	return gsi, table, posts
 }
 
 // mgComparison is what mgCompare found.
@@ -120,71 +95,8 @@ func mgCompare[A, B any](t *testing.T, q Query[A], other *Table[B], conv func(B)
 	return c
 }
 
-func TestBackfillThenCompare(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	gsi, table, posts := mgSetup(t, 60)
-	sparse := 0
-	for _, p := range posts {
-		if p.Feed == nil {
-			sparse++
-		}
-	}
-
-	queries := []Query[mgPostGSI]{
-		gsi.Query("newest", "global").Limit(7),
-		gsi.Query("newest", "global").Desc().Limit(5),
-		gsi.Query("newest", "global").Where(Between(int64(1733000002000), int64(1733000006000))).Limit(4),
-		gsi.Query("newest", "global").Where(Ge(int64(1733000008000))).Desc().Limit(1),
-	}
-
-	toGSI := func(p mgPostTable) mgPostGSI { return mgPostGSI(p) }
-	// Before the backfill the index table is empty: the comparison says
-	// where.
-	c := mgCompare(t, queries[0], table, toGSI)
-	require.False(t, c.Equal())
-	require.Contains(t, c.Differences[0], "page 1: 7 items as a gsi, 0 as a table")
-
-	st, err := fillIndex(ctx, table, table.client.c.(scanAPI), "newest")
-	require.NoError(t, err)
-	require.Equal(t, fillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
-
-	for i, q := range queries {
-		c := mgCompare(t, q, table, toGSI)
-		require.True(t, c.Equal(), "query %d: %v", i, c.Differences)
-		require.Positive(t, c.Items, "query %d", i)
-	}
-
-	// A second backfill leaves every entry as it is.
-	st, err = fillIndex(ctx, table, table.client.c.(scanAPI), "newest")
-	require.NoError(t, err)
-	require.Equal(t, fillStats{Scanned: 60, Skipped: 60 - sparse, Sparse: sparse}, st)
-
-	// A deleted post, with its change applied to the index table as the
-	// stream consumer would: both paths agree that it is gone.
-	img, err := gsi.Marshal(posts[11])
-	require.NoError(t, err)
-	require.NoError(t, gsi.Delete(ctx, posts[11]))
-	_, err = table.Apply(ctx, []Change{{Old: img, Version: "7"}})
-	require.NoError(t, err)
-	for i, q := range queries {
-		c := mgCompare(t, q, table, toGSI)
-		require.True(t, c.Equal(), "query %d: %v", i, c.Differences)
-	}
-
-	// A backfill after it does not bring the tombstoned entry back.
-	st, err = fillIndex(ctx, table, table.client.c.(scanAPI), "newest")
-	require.NoError(t, err)
-	require.Equal(t, 59-sparse, st.Skipped)
-	require.Zero(t, st.Written)
-
-	// Compare from the table's side too.
-	c = mgCompare(t, table.Query("newest", "global").Desc().Limit(6), gsi, func(p mgPostGSI) mgPostTable { return mgPostTable(p) })
-	require.True(t, c.Equal(), c.Differences)
-}
-
-// (Compare's reports and refusals are tested in package migrate, on an
-// index that keeps both forms.)
+// (A backfill's index table read against the GSI, and Compare's reports
+// and refusals, are tested in package migrate.)
 
 type typesAV = types.AttributeValue
 

@@ -1,14 +1,10 @@
 package ddbindex
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
@@ -108,39 +104,6 @@ func TestTableSpecWrittenAttributes(t *testing.T) {
 // second returns the second of two values.
 func second[A, B any](_ A, b B) B { return b }
 
-// otCounter counts the SDK operations of the calls whose options it is in,
-// by operation name, in the Initialize step (once per operation, whatever
-// its retries).
-type otCounter struct {
-	id string // the middleware's ID, unique within a stack
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *otCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				if c.n == nil {
-					c.n = map[string]int{}
-				}
-				c.n[awsmiddleware.GetOperationName(ctx)]++
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
-}
-
-// take returns the counts so far and starts again from zero.
-func (c *otCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = nil
-	return n
-}
-
 // TestPerCallClientOptions: every method that sends requests applies the
 // caller's per-call SDK options to each request it sends (package schema's
 // CreateTables, Check and Prepare have the same test, in
@@ -150,18 +113,18 @@ func (c *otCounter) take() map[string]int {
 func TestPerCallClientOptions(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	all := &otCounter{id: "otAll"}
+	all := &ddbtest.OpCounter{ID: "otAll"}
 	created, plain := newTestTable[wrTicket](t)
-	client := dynamodb.New(plain.Options(), all.option)
+	client := dynamodb.New(plain.Options(), all.Option)
 	tb, err := New[wrTicket](client, curxSameOpts(created))
 	require.NoError(t, err)
-	all.take()
+	all.Take()
 
 	step := func(name string, want []string, call func(opt func(*dynamodb.Options))) {
 		t.Helper()
-		mine := &otCounter{id: "otMine"}
-		call(mine.option)
-		sent, reached := all.take(), mine.take()
+		mine := &ddbtest.OpCounter{ID: "otMine"}
+		call(mine.Option)
+		sent, reached := all.Take(), mine.Take()
 		require.Equal(t, sent, reached, "%s: every request it sent had the per-call options", name)
 		for _, op := range want {
 			require.Positive(t, reached[op], "%s sends %s", name, op)
@@ -213,7 +176,7 @@ func TestPerCallClientOptions(t *testing.T) {
 	step("Delete", []string{"UpdateItem"}, func(opt func(*dynamodb.Options)) {
 		cur, err := tb.Get(ctx, it)
 		require.NoError(t, err)
-		all.take()
+		all.Take()
 		require.NoError(t, tb.Delete(ctx, cur, opt))
 	})
 
@@ -224,7 +187,7 @@ func TestPerCallClientOptions(t *testing.T) {
 		step("Move", []string{"TransactWriteItems"}, func(opt func(*dynamodb.Options)) {
 			cur, err := wt.Put(ctx, gtTicket(5))
 			require.NoError(t, err)
-			all.take()
+			all.Take()
 			to := cur
 			to.Status = "closed"
 			moved, err = wt.Move(ctx, cur, to, opt)

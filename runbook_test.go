@@ -2,7 +2,6 @@ package ddbindex_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -592,7 +591,10 @@ func (f *rbFleet) round(phase string, fleet []rbInstance, n int, during func(), 
 				return
 			}
 			if n == 0 {
-				time.Sleep(5 * time.Millisecond) // a pause between passes that found nothing
+				// A pause between passes that found nothing, which spares the
+				// CPU: nothing waits on it (catchUp drains the stream after
+				// the round), so how many passes run does not matter.
+				time.Sleep(5 * time.Millisecond)
 			}
 		}
 	}()
@@ -747,26 +749,27 @@ func (f *rbFleet) figures(direction string) {
 		direction, f.ops, len(f.opened), f.routeChanges, f.roundReads, f.roundPages, f.reads, f.pages, shadowed, skipped, transient, persistent, kinds)
 }
 
-// rbWaitGone waits until DescribeTable no longer finds the table.
+// rbWaitCap bounds rbWaitGone and rbWaitNoGSI. The local servers delete at
+// once (their first DescribeTable answers); DynamoDB itself (make test-aws)
+// takes minutes to delete a GSI or a table, and no call says when it is
+// done, so these two poll it, with pauses, until then.
+const rbWaitCap = 10 * time.Minute
+
+// rbWaitGone waits until DescribeTable no longer finds the table, with the
+// SDK's waiter, which checks at once and then at growing intervals.
 func rbWaitGone(ctx context.Context, c *dynamodb.Client, table string) error {
-	for {
-		_, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-		var nf *types.ResourceNotFoundException
-		if errors.As(err, &nf) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+	return dynamodb.NewTableNotExistsWaiter(c, func(o *dynamodb.TableNotExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, rbWaitCap)
 }
 
-// rbWaitNoGSI waits until the base table lists no GSI being deleted.
+// rbWaitNoGSI waits until the base table lists no GSI being deleted. The
+// SDK has no waiter for a GSI: it checks at once, then at growing
+// intervals, for at most rbWaitCap.
 func rbWaitNoGSI(ctx context.Context, c *dynamodb.Client, table string) error {
-	for {
+	ctx, cancel := context.WithTimeout(ctx, rbWaitCap)
+	defer cancel()
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
 			return err
@@ -774,8 +777,10 @@ func rbWaitNoGSI(ctx context.Context, c *dynamodb.Client, table string) error {
 		if len(out.Table.GlobalSecondaryIndexes) == 0 {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("table %s still lists %d GSIs: %w", table, len(out.Table.GlobalSecondaryIndexes), ctx.Err())
+		case <-time.After(pause):
 		}
 	}
 }

@@ -7,15 +7,12 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
@@ -74,14 +71,18 @@ func bfPosts(t *testing.T, n int) (*ddbindex.Table[bfPostGSI], *ddbindex.Table[b
 }
 
 // TestBackfillIndexTableAgain: a backfill of an index table writes every
-// entry, reporting progress per scan page; a second one leaves every entry
-// as it is; one after a delete the stream applied does not bring the
-// tombstoned entry back.
+// entry, reporting progress per scan page, after which queries read the
+// same pages from the index table as from the GSI; a second one leaves every
+// entry as it is; one after a delete the stream applied does not bring the
+// tombstoned entry back, and both forms agree that the post is gone.
 func TestBackfillIndexTableAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	gsi, table, posts, sparse, _ := bfPosts(t, 60)
 	c := ddbtest.Client(t)
+	empty, err := table.Query("newest", "global").Page(ctx)
+	require.NoError(t, err)
+	require.Empty(t, empty.Items, "before the backfill the index table is empty")
 	var progress []migrate.BackfillProgress
 	st, err := migrate.Backfill(ctx, table, c, "newest", func(o *migrate.BackfillOptions) {
 		o.PageSize = 16
@@ -90,6 +91,7 @@ func TestBackfillIndexTableAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, migrate.BackfillStats{Scanned: 60, Written: 60 - sparse, Sparse: sparse}, st)
 	require.GreaterOrEqual(t, len(progress), 4, "a progress report per scan page")
+	bfSamePages(t, gsi, table)
 
 	st, err = migrate.Backfill(ctx, table, c, "newest")
 	require.NoError(t, err)
@@ -100,16 +102,63 @@ func TestBackfillIndexTableAgain(t *testing.T) {
 	require.NoError(t, gsi.Delete(ctx, posts[11]))
 	_, err = table.Apply(ctx, []ddbindex.Change{{Old: img, Version: "7"}})
 	require.NoError(t, err)
+	bfSamePages(t, gsi, table)
 	st, err = migrate.Backfill(ctx, table, c, "newest")
 	require.NoError(t, err)
 	require.Equal(t, 59-sparse, st.Skipped)
 	require.Zero(t, st.Written)
+	bfSamePages(t, gsi, table)
 	p, err := table.Query("newest", "global").Limit(100).IncludeDeleted().Page(ctx)
 	require.NoError(t, err)
 	require.Len(t, p.Items, 60-sparse, "the deleted post's entry is a tombstone still")
 	live, err := table.Query("newest", "global").Limit(100).Page(ctx)
 	require.NoError(t, err)
 	require.Len(t, live.Items, 59-sparse)
+}
+
+// bfFeedQueries are the queries bfSamePages reads through either model.
+func bfFeedQueries[T any](tb *ddbindex.Table[T]) []ddbindex.Query[T] {
+	q := func() ddbindex.Query[T] { return tb.Query("newest", "global") }
+	return []ddbindex.Query[T]{
+		q().Limit(7),
+		q().Desc().Limit(5),
+		q().Desc().Limit(6),
+		q().Where(ddbindex.Between(int64(1733000002000), int64(1733000006000))).Limit(4),
+		q().Where(ddbindex.Ge(int64(1733000008000))).Desc().Limit(1),
+	}
+}
+
+// bfSamePages requires that each of bfFeedQueries reads the same items, in
+// the same pages, through the GSI model as through the index-table model,
+// following cursors to the end.
+func bfSamePages(t *testing.T, gsi *ddbindex.Table[bfPostGSI], table *ddbindex.Table[bfPostTable]) {
+	t.Helper()
+	qa, qb := bfFeedQueries(gsi), bfFeedQueries(table)
+	for i := range qa {
+		var a, b [][]bfPostGSI
+		for cursor := ""; ; {
+			p, err := qa[i].After(cursor).Page(t.Context())
+			require.NoError(t, err)
+			a = append(a, p.Items)
+			if cursor = p.Cursor; cursor == "" {
+				break
+			}
+		}
+		for cursor := ""; ; {
+			p, err := qb[i].After(cursor).Page(t.Context())
+			require.NoError(t, err)
+			conv := make([]bfPostGSI, len(p.Items))
+			for j, it := range p.Items {
+				conv[j] = bfPostGSI(it)
+			}
+			b = append(b, conv)
+			if cursor = p.Cursor; cursor == "" {
+				break
+			}
+		}
+		require.NotEmpty(t, a[0], "query %d reads posts", i)
+		require.Equal(t, a, b, "query %d: the GSI's pages, then the index table's", i)
+	}
 }
 
 // TestBackfillSegments: three calls of one segment each of a scan in three
@@ -400,39 +449,6 @@ func (s bfItemsScan) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamod
 	return &dynamodb.ScanOutput{Items: s, Count: int32(len(s))}, nil
 }
 
-// bfOpCounter counts the SDK operations of the calls whose options it is
-// in, by operation name, in the Initialize step (once per operation,
-// whatever its retries).
-type bfOpCounter struct {
-	id string // the middleware's ID, unique within a stack
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *bfOpCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				if c.n == nil {
-					c.n = map[string]int{}
-				}
-				c.n[awsmiddleware.GetOperationName(ctx)]++
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
-}
-
-// take returns the counts so far and starts again from zero.
-func (c *bfOpCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = nil
-	return n
-}
-
 // TestBackfillClientOptions: Backfill applies ClientOptions to every
 // request it sends (Scan, DescribeTable, and the writes, PutItem for an
 // index table, UpdateItem for a GSI): a client counts every operation it
@@ -445,7 +461,7 @@ func TestBackfillClientOptions(t *testing.T) {
 	for _, form := range []string{"table", "gsi"} {
 		t.Run(form, func(t *testing.T) {
 			t.Parallel()
-			all, mine := &bfOpCounter{id: "bfAll"}, &bfOpCounter{id: "bfMine"}
+			all, mine := &ddbtest.OpCounter{ID: "bfAll"}, &ddbtest.OpCounter{ID: "bfMine"}
 			var names func(*ddbindex.Options)
 			var plain *dynamodb.Client
 			var backfill func(client *dynamodb.Client, fn func(*migrate.BackfillOptions)) error
@@ -468,14 +484,14 @@ func TestBackfillClientOptions(t *testing.T) {
 					return err
 				}
 			}
-			client := dynamodb.New(plain.Options(), all.option)
+			client := dynamodb.New(plain.Options(), all.Option)
 			cps := &migrate.MemoryCheckpoints{}
 			require.NoError(t, backfill(client, func(o *migrate.BackfillOptions) {
 				o.PageSize, o.Checkpoint = 10, cps
-				o.ClientOptions = append(o.ClientOptions, mine.option)
+				o.ClientOptions = append(o.ClientOptions, mine.Option)
 				o.Progress = func(migrate.BackfillProgress) {}
 			}))
-			sent, reached := all.take(), mine.take()
+			sent, reached := all.Take(), mine.Take()
 			require.Equal(t, sent, reached, "every request Backfill sent had the per-call options")
 			write := map[string]string{"table": "PutItem", "gsi": "UpdateItem"}[form]
 			for _, op := range []string{"Scan", "DescribeTable", write} {

@@ -1,7 +1,6 @@
 package migrate_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,17 +28,17 @@ func TestBackfillGSIItemCreatedAgain(t *testing.T) {
 	tb, c, _ := bfSetup[bfVerKeepGSI](t, []map[string]types.AttributeValue{img})
 	ctx := t.Context()
 	again := bfVerKeepGSI{ID: "x", Team: "A", Status: &shipped, Created: 2}
-	var hookErr error
-	hook := func() { // on a backfill worker's goroutine
-		_, hookErr = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()),
+	scan := &bfHookScan{ScanAPI: c, hook: func() error {
+		_, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()),
 			Key: map[string]types.AttributeValue{"id": bfAvS("x")}})
-		if hookErr == nil {
-			again, hookErr = tb.Put(ctx, again)
+		if err == nil {
+			again, err = tb.Put(ctx, again)
 		}
-	}
-	st, err := migrate.Backfill(ctx, tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
+		return err
+	}}
+	st, err := migrate.Backfill(ctx, tb, scan, "by_status")
 	require.NoError(t, err)
-	require.NoError(t, hookErr)
+	require.NoError(t, scan.err)
 	got := bfByID(t, c, tb.TableName())["x"]
 	want, err := tb.Marshal(again)
 	require.NoError(t, err)

@@ -762,17 +762,20 @@ func TestBackfillStatsCounts(t *testing.T) {
 }
 
 // bfHookScan runs hook once, after the first page it returns: a writer that
-// changes items between the scan and the backfill's writes.
+// changes items between the scan and the backfill's writes. The hook runs
+// on a backfill worker's goroutine, so it reports its error in err, which
+// the test reads once Backfill has returned (and its workers with it).
 type bfHookScan struct {
 	migrate.ScanAPI
-	once *sync.Once
-	hook func()
+	once sync.Once
+	hook func() error
+	err  error
 }
 
-func (h bfHookScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+func (h *bfHookScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	out, err := h.ScanAPI.Scan(ctx, in, optFns...)
 	if err == nil {
-		h.once.Do(h.hook)
+		h.once.Do(func() { h.err = h.hook() })
 	}
 	return out, err
 }
@@ -806,21 +809,26 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 		writer, err := ddbindex.New[bfTable](c, bfNames(cps))
 		require.NoError(t, err)
 		ctx := t.Context()
-		hook := func() {
+		scan := &bfHookScan{ScanAPI: c, hook: func() error {
 			moved := items[0]
 			moved.Status = &shipped
-			_, err := writer.Put(ctx, moved)
-			require.NoError(t, err)
-			_, err = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()), Key: map[string]types.AttributeValue{"id": bfAvS("deleted")}})
-			require.NoError(t, err)
-			require.NoError(t, writer.Delete(ctx, items[2]))
+			if _, err := writer.Put(ctx, moved); err != nil {
+				return err
+			}
+			if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.TableName()), Key: map[string]types.AttributeValue{"id": bfAvS("deleted")}}); err != nil {
+				return err
+			}
+			if err := writer.Delete(ctx, items[2]); err != nil {
+				return err
+			}
 			retitled := items[3]
 			retitled.Title = "new title"
-			_, err = writer.Put(ctx, retitled)
-			require.NoError(t, err)
-		}
-		st, err := migrate.Backfill(ctx, tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
+			_, err := writer.Put(ctx, retitled)
+			return err
+		}}
+		st, err := migrate.Backfill(ctx, tb, scan, "by_status")
 		require.NoError(t, err)
+		require.NoError(t, scan.err, "the concurrent writer")
 		require.Equal(t, migrate.BackfillStats{Scanned: 5, Skipped: 3, Written: 2}, st)
 
 		got := bfByID(t, c, tb.TableName())
@@ -855,12 +863,13 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 		tb, c, cps := bfSetup[bfVerKeepGSI](t, start)
 		writer, err := ddbindex.New[bfVerTable](c, bfNames(cps))
 		require.NoError(t, err)
-		hook := func() {
+		scan := &bfHookScan{ScanAPI: c, hook: func() error {
 			_, err := writer.Put(t.Context(), bfVerTable{ID: "retitled", Team: "A", Status: &open, Created: 1, Title: "new", Ver: 1})
-			require.NoError(t, err)
-		}
-		st, err := migrate.Backfill(t.Context(), tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
+			return err
+		}}
+		st, err := migrate.Backfill(t.Context(), tb, scan, "by_status")
 		require.NoError(t, err)
+		require.NoError(t, scan.err, "the concurrent writer")
 		require.Equal(t, migrate.BackfillStats{Scanned: 2, Skipped: 1, Written: 1}, st, "a new version wins, whatever it changed")
 		got := bfByID(t, c, tb.TableName())
 		require.NotContains(t, got["retitled"], "_sk")
@@ -883,12 +892,13 @@ func TestBackfillConcurrentWriterWins(t *testing.T) {
 		changed := bfGSIKeepTable{ID: "changed", Team: "A", Status: &open, Created: 1, Title: "the stream's"}
 		newImg, err := tb.Marshal(changed)
 		require.NoError(t, err)
-		hook := func() {
+		scan := &bfHookScan{ScanAPI: c, hook: func() error {
 			_, err := tb.Apply(t.Context(), []ddbindex.Change{{Old: start[0], New: newImg, Version: "5"}})
-			require.NoError(t, err)
-		}
-		st, err := migrate.Backfill(t.Context(), tb, bfHookScan{c, new(sync.Once), hook}, "by_status")
+			return err
+		}}
+		st, err := migrate.Backfill(t.Context(), tb, scan, "by_status")
 		require.NoError(t, err)
+		require.NoError(t, scan.err, "the stream's write")
 		require.Equal(t, migrate.BackfillStats{Scanned: 2, Skipped: 1, Written: 1}, st)
 		got := bfByID(t, c, bfIndexTable(t, tb, "by_status"))
 		require.Equal(t, "the stream's", got["changed"]["title"].(*types.AttributeValueMemberS).Value)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,7 +40,11 @@ func TestShadows(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var got []Mismatch
-	recheck := make(chan func(), 1) // a repair to make while the re-check waits
+	// A repair to make while the re-check waits. It runs on the comparison's
+	// goroutine, so it reports its error on fixed, which the test reads
+	// once Wait has returned.
+	recheck := make(chan func() error, 1)
+	fixed := make(chan error, 1)
 	f := newKPFleet(t)
 	s := newShadows(t, ShadowOptions{
 		Rate: 1,
@@ -52,7 +57,7 @@ func TestShadows(t *testing.T) {
 	s.sleep = func(context.Context, time.Duration) error {
 		select {
 		case fix := <-recheck:
-			fix()
+			fixed <- fix()
 		default:
 		}
 		return nil
@@ -89,8 +94,18 @@ func TestShadows(t *testing.T) {
 
 	// A mismatch the re-check no longer finds is transient, and not reported.
 	f.dropEntry(t, item("transient", "a", "open", 1))
-	recheck <- func() { f.putEntry(t, item("transient", "a", "open", 1)) }
+	w := f.entry(t, item("transient", "a", "open", 1), false)
+	recheck <- func() error {
+		_, err := f.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(w.Table), Item: w.Item})
+		return err
+	}
 	page("transient")
+	select {
+	case err := <-fixed:
+		require.NoError(t, err, "the repair")
+	default:
+		t.Fatal("the re-check did not run") // page waited for the comparisons
+	}
 	assert.Equal(t, 1, count(), "a transient mismatch is counted, not reported")
 
 	// Reads that chose their form are not shadowed.
@@ -383,9 +398,13 @@ func TestNoGoroutineLeft(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, s.Close(ctx), context.Canceled)
 	// Close returns once each goroutine said it ended; it may still be on
-	// its way out.
+	// its way out, and nothing says when it is gone: yield until the count
+	// is back. A goroutine on its way out needs only to be scheduled, which
+	// a loaded machine may delay, so the bound is a hang guard (a leaked
+	// goroutine never goes), not a count of yields.
+	guard := time.Now().Add(time.Minute)
 	n := runtime.NumGoroutine()
-	for i := 0; i < 10000 && n > before; i++ {
+	for n > before && time.Now().Before(guard) {
 		runtime.Gosched()
 		n = runtime.NumGoroutine()
 	}

@@ -3,52 +3,16 @@ package schema_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/schema"
 )
-
-// otCounter counts the SDK operations of the calls whose options it is in,
-// by operation name, in the Initialize step (once per operation, whatever
-// its retries).
-type otCounter struct {
-	id string // the middleware's ID, unique within a stack
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *otCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				if c.n == nil {
-					c.n = map[string]int{}
-				}
-				c.n[awsmiddleware.GetOperationName(ctx)]++
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
-}
-
-// take returns the counts so far and starts again from zero.
-func (c *otCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = nil
-	return n
-}
 
 // TestPerCallClientOptions: CreateTables, Check and Prepare apply the
 // caller's per-call SDK options to each request they send (as the root
@@ -58,16 +22,16 @@ func (c *otCounter) take() map[string]int {
 func TestPerCallClientOptions(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	all := &otCounter{id: "otAll"}
+	all := &ddbtest.OpCounter{ID: "otAll"}
 	plain := ddbtest.Client(t)
-	client := dynamodb.New(plain.Options(), all.option)
+	client := dynamodb.New(plain.Options(), all.Option)
 	tb := scOpen[scTicket](t, plain, scNaming(t))
 
 	step := func(name string, want []string, call func(opt func(*dynamodb.Options))) {
 		t.Helper()
-		mine := &otCounter{id: "otMine"}
-		call(mine.option)
-		sent, reached := all.take(), mine.take()
+		mine := &ddbtest.OpCounter{ID: "otMine"}
+		call(mine.Option)
+		sent, reached := all.Take(), mine.Take()
 		require.Equal(t, sent, reached, "%s: every request it sent had the per-call options", name)
 		for _, op := range want {
 			require.Positive(t, reached[op], "%s sends %s", name, op)

@@ -92,22 +92,6 @@ type ppKeptSoft struct {
 	Created int64              `dynamodbav:"created" ddbindex:"by_status.sk:1"`
 }
 
-// ppTables returns a Table for T on physical names unique to the test
-// (sharing prefix with other models of the test), and deletes every table
-// T declares when the test ends. It creates nothing.
-func ppTables[T any](t *testing.T, c *dynamodb.Client, prefix string, optFns ...func(*ddbindex.Options)) *ddbindex.Table[T] {
-	t.Helper()
-	fns := append([]func(*ddbindex.Options){func(o *ddbindex.Options) {
-		o.TableName = func(s string) string { return prefix + "-" + s }
-	}}, optFns...)
-	tb, err := ddbindex.New[T](c, fns...)
-	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(tb, false) {
-		ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
-	}
-	return tb
-}
-
 // ppEvents collects Prepare's progress events.
 type ppEvents struct {
 	mu  sync.Mutex
@@ -146,9 +130,9 @@ func TestPrepareKeptIndexTable(t *testing.T) {
 	ddbtest.Require(t, ddbtest.TTL)
 	ctx := t.Context()
 	c := ddbtest.Client(t)
-	prefix := ddbtest.Name(t, "")
-	s0 := ppTables[kpStep0](t, c, prefix)
-	s1 := ppTables[kpStep1](t, c, prefix)
+	naming := scNaming(t)
+	s0 := scOpen[kpStep0](t, c, naming)
+	s1 := scOpen[kpStep1](t, c, naming)
 	ddbtest.CreateTable(t, c, schema.CreateTableInputs(s0, false)[0])
 	for i := range 3 {
 		_, err := s0.Put(ctx, kpStep0{ID: fmt.Sprint("old", i), Team: "T1", Status: "open", Created: int64(i)})
@@ -217,9 +201,9 @@ func TestPrepareAddsGSI(t *testing.T) {
 	ddbtest.Require(t, ddbtest.GSIUpdate)
 	ctx := t.Context()
 	c := ddbtest.Client(t)
-	prefix := ddbtest.Name(t, "")
-	plain := ppTables[ppPlain](t, c, prefix)
-	withGSI := ppTables[ppWithGSI](t, c, prefix)
+	naming := scNaming(t)
+	plain := scOpen[ppPlain](t, c, naming)
+	withGSI := scOpen[ppWithGSI](t, c, naming)
 	ddbtest.CreateTable(t, c, schema.CreateTableInputs(plain, false)[0])
 	for i := range 3 {
 		_, err := plain.Put(ctx, ppPlain{Team: "T1", ID: fmt.Sprint("old", i), Status: "open", Created: int64(i)})
@@ -267,9 +251,9 @@ func TestPrepareRefusesMissingLSI(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	c := ddbtest.Client(t)
-	prefix := ddbtest.Name(t, "")
-	plain := ppTables[ppPlain](t, c, prefix)
-	withLSI := ppTables[ppWithLSI](t, c, prefix)
+	naming := scNaming(t)
+	plain := scOpen[ppPlain](t, c, naming)
+	withLSI := scOpen[ppWithLSI](t, c, naming)
 	ddbtest.CreateTable(t, c, schema.CreateTableInputs(plain, false)[0])
 	before, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(plain.TableName())})
 	require.NoError(t, err)
@@ -305,7 +289,7 @@ func TestPrepareRefusesStreamAndTTLOfAnotherKind(t *testing.T) {
 	ddbtest.Require(t, ddbtest.TTL)
 	ctx := t.Context()
 	c := ddbtest.Client(t)
-	tb := ppTables[ppKeptSoft](t, c, ddbtest.Name(t, ""))
+	tb := scOpen[ppKeptSoft](t, c, scNaming(t))
 	in := schema.CreateTableInputs(tb, false)[0]
 	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly}
 	ddbtest.CreateTable(t, c, in)
@@ -336,7 +320,7 @@ func TestPrepareCreatesBaseAndControlTables(t *testing.T) {
 	c := ddbtest.Client(t)
 	control := ddbtest.Name(t, "control")
 	ddbtest.DeleteOnCleanup(t, c, control)
-	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""))
+	tb := scOpen[ppRouted](t, c, scNaming(t))
 	scRequireProblems(t, scProblems(t, schema.Check(ctx, tb, c)),
 		"table "+tb.TableName()+" does not exist")
 	scRequireProblems(t, scProblems(t, schema.CheckControlTable(ctx, control, c)),
@@ -376,7 +360,7 @@ func TestControlTableKeyedOtherwise(t *testing.T) {
 	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, err, "control table "+control)
 
-	tb := ppTables[ppRouted](t, c, ddbtest.Name(t, ""))
+	tb := scOpen[ppRouted](t, c, scNaming(t))
 	rep, err := schema.Prepare(ctx, tb, c, func(o *schema.PrepareOptions) { o.ControlTable = control })
 	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, err, "control table "+control)
@@ -392,7 +376,7 @@ func TestPrepareServerWithoutStreams(t *testing.T) {
 	if ddbtest.Has(ddbtest.Streams) {
 		t.Skip("the server implements streams; this test is for one that accepts a StreamSpecification and ignores it (dynalite)")
 	}
-	tb := ppTables[kpStep1](t, c, ddbtest.Name(t, ""))
+	tb := scOpen[kpStep1](t, c, scNaming(t))
 	rep, err := schema.Prepare(t.Context(), tb, c)
 	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
 	require.ErrorContains(t, err, "the server describes it without one: it does not implement DynamoDB Streams")

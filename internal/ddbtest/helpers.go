@@ -1,6 +1,7 @@
 package ddbtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // Helpers shared by the tests of the root package and of the stream
@@ -185,4 +188,39 @@ func (l *RetryLog) Counts() (all, quota int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.all, l.quota
+}
+
+// OpCounter counts the SDK operations of the calls whose options it is in
+// (Option), by operation name, in the Initialize step: once per operation,
+// whatever its retries. ID names its middleware, which must be unique
+// within a stack: a client's counter and a call's need different IDs.
+type OpCounter struct {
+	ID string
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// Option adds the counter to a client's or a call's options.
+func (c *OpCounter) Option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc(c.ID,
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				c.mu.Lock()
+				if c.n == nil {
+					c.n = map[string]int{}
+				}
+				c.n[awsmiddleware.GetOperationName(ctx)]++
+				c.mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+}
+
+// Take returns the counts so far and starts again from zero.
+func (c *OpCounter) Take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
 }
