@@ -55,11 +55,13 @@ RACE_PKGS := . ./migrate ./stream ./ops ./examples/lambda ./internal/withserver
 #                        tests share their clients and fault transports under
 #                        the race detector
 #   ./internal/awstest   a cost estimate and a clean-up list, sequential
+#   ./examples/lambda/zipbootstrap  writes one zip, sequentially
 #   ./internal/bridge, ./internal/oteltest, ./internal/spec  no tests
 PLAIN_PKGS := ./schema ./cmd/ddbindex-demo ./examples/feed ./examples/models \
 	./examples/supportdesk ./internal/av ./internal/nilwalk ./internal/retry \
 	./internal/ddbtest ./internal/faults ./internal/awstest ./internal/bridge \
-	./internal/oteltest ./internal/spec ./internal/expr
+	./internal/oteltest ./internal/spec ./internal/expr \
+	./examples/lambda/zipbootstrap
 
 ifneq ($(strip $(DDBINDEX_ENDPOINT)),)
 # withserver starts nothing when DDBINDEX_ENDPOINT is set: run once.
@@ -73,7 +75,17 @@ endif
 WITH_SERVER = ws_dir=$$(mktemp -d); trap 'rm -rf "$$ws_dir"' EXIT; \
 	go build -o "$$ws_dir/withserver" ./internal/withserver; ws="$$ws_dir/withserver";
 
-.PHONY: node_modules test test-lists test-aws demo bench lint cover fuzz clean
+.PHONY: node_modules test test-lists test-aws demo bench lint cover fuzz clean lambda-zip
+
+# lambda-zip builds the upkeep function of examples/lambda for its
+# templates' runtime (provided.al2023, arm64) into LAMBDA_ZIP, the path their
+# CodeUri names: sam deploy uploads it as it is (no sam build).
+LAMBDA_ZIP := examples/lambda/build/bootstrap.zip
+lambda-zip:
+	rm -rf examples/lambda/build && mkdir -p examples/lambda/build
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath \
+		-o examples/lambda/build/bootstrap ./examples/lambda
+	go run ./examples/lambda/zipbootstrap $(LAMBDA_ZIP) examples/lambda/build/bootstrap
 
 node_modules: $(NODE_STAMP)
 
@@ -178,4 +190,4 @@ fuzz:
 
 # Generated files only: node_modules stays (make node_modules refreshes it).
 clean:
-	rm -rf coverage.out bench.txt *.test testdata/fuzz-cache
+	rm -rf coverage.out bench.txt *.test testdata/fuzz-cache examples/lambda/build

@@ -40,13 +40,20 @@ type cfn struct {
 		Type       string         `yaml:"Type"`
 		Properties map[string]any `yaml:"Properties"`
 	} `yaml:"Resources"`
-	Outputs   map[string]map[string]any `yaml:"Outputs"`
-	Transform string                    `yaml:"Transform"`
+	Parameters map[string]map[string]any `yaml:"Parameters"`
+	Outputs    map[string]map[string]any `yaml:"Outputs"`
+	Transform  string                    `yaml:"Transform"`
 }
 
 func loadTemplate(t *testing.T, stack string) cfn {
 	t.Helper()
-	raw, err := os.ReadFile("template.yaml")
+	return loadTemplateFile(t, "template.yaml", stack)
+}
+
+// loadTemplateFile reads the template in file, for a stack named stack.
+func loadTemplateFile(t *testing.T, file, stack string) cfn {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	c := cfn{stack: stack}
 	require.NoError(t, yaml.Unmarshal(raw, &c))
@@ -64,7 +71,8 @@ func (c cfn) resolve(t *testing.T, v any) any {
 	t.Helper()
 	name := func(n string) string {
 		_, ok := c.Resources[n]
-		require.True(t, ok, "%s names no resource of the template", n)
+		_, isParam := c.Parameters[n]
+		require.True(t, ok || isParam, "%s names no resource or parameter of the template", n)
 		return n
 	}
 	switch v := v.(type) {
@@ -560,5 +568,75 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		if who == "function" || ddbtest.Has(ddbtest.Transactions) {
 			require.Equal(t, tableGrants, calls, "the %s's policy grants exactly what it uses", who)
 		}
+	}
+}
+
+// TestTemplateExistingTable: template-existing.yaml deploys the upkeep for
+// tables that exist: it creates no table, reads the stream its StreamArn
+// parameter names, writes only the index tables of IndexTableArns, and
+// configures the function and its event source mapping as template.yaml
+// does.
+func TestTemplateExistingTable(t *testing.T) {
+	t.Parallel()
+	c := loadTemplateFile(t, "template-existing.yaml", "prod")
+	require.Empty(t, c.tableResources(t), "no table")
+	for _, p := range []string{"StreamArn", "IndexTableArns", "TablePrefix"} {
+		require.Contains(t, c.Parameters, p)
+	}
+	require.Equal(t, "CommaDelimitedList", c.Parameters["IndexTableArns"]["Type"])
+
+	fn := c.props(t, "UpkeepFunction", "AWS::Serverless::Function")
+	env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+	require.Equal(t, "ref(TablePrefix)", env["TABLE_PREFIX"])
+	m := c.props(t, "UpkeepEventSourceMapping", "AWS::Lambda::EventSourceMapping")
+	require.Equal(t, "ref(StreamArn)", m["EventSourceArn"])
+
+	// The function and the mapping are configured as template.yaml's, but
+	// for the names of what they read and write.
+	full := loadTemplate(t, "prod")
+	for _, r := range []struct{ name, typ string }{
+		{"UpkeepFunction", "AWS::Serverless::Function"},
+		{"UpkeepEventSourceMapping", "AWS::Lambda::EventSourceMapping"},
+		{"UpkeepDeadLetterQueue", "AWS::SQS::Queue"},
+		{"UpkeepLogGroup", "AWS::Logs::LogGroup"},
+	} {
+		got, want := c.props(t, r.name, r.typ), full.props(t, r.name, r.typ)
+		delete(got, "Environment")
+		delete(want, "Environment")
+		delete(got, "EventSourceArn")
+		delete(want, "EventSourceArn")
+		require.Equal(t, want, got, r.name)
+	}
+
+	role := c.props(t, "UpkeepRole", "AWS::IAM::Role")
+	var got []statement
+	for _, pol := range role["Policies"].([]any) {
+		got = append(got, statements(t, pol.(map[string]any)["PolicyDocument"])...)
+	}
+	require.ElementsMatch(t, []statement{
+		{Effect: "Allow", Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}, Resources: []string{"ref(StreamArn)"}},
+		{Effect: "Allow", Actions: []string{"dynamodb:PutItem"}, Resources: []string{"ref(IndexTableArns)"}},
+		{Effect: "Allow", Actions: []string{"sqs:SendMessage"}, Resources: []string{"Arn(UpkeepDeadLetterQueue)"}},
+		{Effect: "Allow", Actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, Resources: []string{"Arn(UpkeepLogGroup)"}},
+	}, got)
+}
+
+// TestTemplatesCodeUri: both templates deploy the package make lambda-zip
+// builds, at the path the Makefile names, with the runtime and
+// architecture it builds for.
+func TestTemplatesCodeUri(t *testing.T) {
+	t.Parallel()
+	mk, err := os.ReadFile("../../Makefile")
+	require.NoError(t, err)
+	zipPath := regexp.MustCompile(`(?m)^LAMBDA_ZIP := examples/lambda/(\S+)$`).FindSubmatch(mk)
+	require.NotNil(t, zipPath, "the Makefile names LAMBDA_ZIP under examples/lambda")
+	require.Contains(t, string(mk), "GOOS=linux GOARCH=arm64", "make lambda-zip builds for arm64 Linux")
+	for _, file := range []string{"template.yaml", "template-existing.yaml"} {
+		c := loadTemplateFile(t, file, "s")
+		fn := c.props(t, "UpkeepFunction", "AWS::Serverless::Function")
+		require.Equal(t, string(zipPath[1]), fn["CodeUri"], file)
+		require.Equal(t, []any{"arm64"}, fn["Architectures"], file)
+		require.Equal(t, "provided.al2023", fn["Runtime"], file)
+		require.Equal(t, "bootstrap", fn["Handler"], file)
 	}
 }
