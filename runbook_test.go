@@ -935,9 +935,9 @@ func TestRunbookMixedFleetTableToGSISlowGSI(t *testing.T) {
 	rbRequireTableToGSI(t)
 	f := newRBFleetSlow(t, slowddb.Options{BackfillPolls: 3, Delay: 40}, 4)
 	rbTableToGSI(t, f)
-	st := f.slow.Stats()
-	require.Positive(t, st.Creating, "Prepare polled a GSI CREATING")
-	require.Positive(t, st.Lagging, "GSI reads lagged")
+	// How many GSI reads lagged is the scheduler's choice (figures logs it);
+	// the GSI Prepare waited for was CREATING whatever the scheduling.
+	require.Equal(t, int64(3), f.slow.Stats().Creating, "Prepare polled the GSI CREATING, then ACTIVE")
 }
 
 func rbRequireTableToGSI(t *testing.T) {
