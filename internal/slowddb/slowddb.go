@@ -6,13 +6,13 @@
 //   - A GSI added to an existing table by UpdateTable is not ready at once.
 //     DynamoDB reports it with IndexStatus CREATING, first while it
 //     allocates resources (Backfilling false), then while it backfills the
-//     table's items into it (Backfilling true), then ACTIVE; until then the
-//     index cannot be read: a Query or Scan on it fails with a
-//     ValidationException "Cannot read from backfilling global secondary
-//     index: NAME" ("Adding a global secondary index to an existing table"
-//     and "Phases of index creation" in "Managing global secondary indexes",
-//     Amazon DynamoDB Developer Guide,
+//     table's items into it (Backfilling true), then ACTIVE ("Adding a
+//     global secondary index to an existing table" in "Managing global
+//     secondary indexes", Amazon DynamoDB Developer Guide,
 //     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.OnlineOps.html).
+//     Until then the index cannot be read: DynamoDB answers a Query or Scan
+//     of it with a ValidationException "Cannot read from backfilling global
+//     secondary index: NAME".
 //     The Transport reports such a GSI CREATING in the UpdateTable answer and
 //     in the DescribeTable answers that follow, and refuses reads of it,
 //     until Options.BackfillPolls DescribeTable answers have been given on
@@ -22,11 +22,12 @@
 //     the results of a recently completed write operation" ("DynamoDB read
 //     consistency",
 //     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.ReadConsistency.html);
-//     DynamoDB propagates a table write to its GSIs asynchronously, "within a
-//     fraction of a second under normal conditions" ("Data synchronization
-//     between tables and Global Secondary Indexes" in "Using Global Secondary
-//     Indexes in DynamoDB",
-//     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.Writes).
+//     DynamoDB propagates a table write to its GSIs asynchronously: "There
+//     is always a short propagation delay" between a write to the table and
+//     its data appearing in the index ("Using Global Secondary Indexes to
+//     create an eventually consistent replica", Amazon DynamoDB Developer
+//     Guide,
+//     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-gsi-replica.html).
 //     The Transport makes GSI reads see each item as it was Options.Delay
 //     ticks of a logical clock ago, or as of the last Settle.
 //
@@ -49,9 +50,10 @@
 // does, on the table as it was. Reads of the table itself, GetItem and
 // strongly consistent reads, and LSI reads are not delayed.
 //
-// Limits, all outside what ddbindex does: writes that do not go through the
-// Transport (another client) reach the GSI at once, as on the server; a
-// table becomes tracked at its first GSI read, with every write before
+// Limits, all outside what ddbindex's tests do: writes to a tracked table
+// that do not go through the Transport (another client's) never reach its
+// GSI reads through the Transport, which read the mirror; a table becomes
+// tracked at its first GSI read, with every write before
 // visible; writes to a tracked table are serialized (each is followed by
 // its GetItem); an UpdateTable that changes a tracked table's GSIs, or its
 // DeleteTable, drops its mirror (the next GSI read makes a new one, with
@@ -59,7 +61,9 @@
 // with their original signature, which the local servers do not check (it
 // is never put in front of DynamoDB itself). It does not refuse a second
 // GSI create while one is CREATING (DynamoDB's LimitExceededException), nor
-// set the table's own TableStatus to UPDATING.
+// set the table's own TableStatus to UPDATING, and a GSI that UpdateTable
+// deletes is gone at once, as on the local servers (DynamoDB shows it
+// DELETING a while).
 package slowddb
 
 import (
