@@ -23,6 +23,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/internal/slowddb"
 	"github.com/ddbindex/ddbindex/schema"
 )
 
@@ -242,6 +243,69 @@ func TestPrepareAddsGSI(t *testing.T) {
 	_, err = withGSI.Put(ctx, ppWithGSI{Team: "T1", ID: "new", Status: "open", Created: 9})
 	require.NoError(t, err)
 	require.Equal(t, []string{"new"}, read())
+}
+
+// TestPrepareAddsGSI on the local server behind slowddb, which reports the
+// new GSI CREATING, first allocating and then backfilling, for a number of
+// DescribeTable answers and refuses to read it meanwhile, as DynamoDB does
+// (see the slowddb package for the documentation it follows). Prepare polls
+// through every stage and returns once the GSI is ACTIVE, when it can be
+// read; with the backfill held, it gives up after WaitTimeout, Check says
+// the GSI is CREATING, and once the backfill ends a second Prepare waits it
+// out without creating it again.
+func TestPrepareWaitsForBackfillingGSI(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.GSIUpdate)
+	ctx := t.Context()
+	c, slow := ddbtest.Slow(t, slowddb.Options{BackfillPolls: 4})
+	naming := scNaming(t)
+	plain := scOpen[ppPlain](t, c, naming)
+	withGSI := scOpen[ppWithGSI](t, c, naming)
+	ddbtest.CreateTable(t, c, schema.CreateTableInputs(plain, false)[0])
+	_, err := plain.Put(ctx, ppPlain{Team: "T1", ID: "old", Status: "open", Created: 1})
+	require.NoError(t, err)
+
+	var ev ppEvents
+	rep, err := schema.Prepare(ctx, withGSI, c, ev.opt, func(o *schema.PrepareOptions) { o.WaitMinDelay, o.WaitMaxDelay = time.Millisecond, time.Millisecond })
+	require.NoError(t, err)
+	require.Equal(t, []string{"by_status"}, rep.CreatedGSIs)
+	require.Equal(t, []string{"CREATING/false", "CREATING/true", "ACTIVE/false"}, ppStatuses(ev.of(withGSI.TableName(), "by_status")),
+		"Prepare followed the GSI through allocation and backfill")
+	require.Positive(t, slow.Stats().Creating)
+	require.NoError(t, schema.Check(ctx, withGSI, c))
+	_, err = withGSI.Put(ctx, ppWithGSI{Team: "T1", ID: "new", Status: "open", Created: 2})
+	require.NoError(t, err)
+	var ids []string
+	for it, err := range withGSI.Query("by_status", "T1").All(ctx) {
+		require.NoError(t, err, "an ACTIVE GSI can be read")
+		ids = append(ids, it.ID)
+	}
+	require.Equal(t, []string{"new"}, ids)
+	require.Zero(t, slow.Stats().Refused)
+
+	// The backfill held until Finish: Prepare runs out of time, and the
+	// GSI cannot be read.
+	c2, held := ddbtest.Slow(t, slowddb.Options{})
+	naming2 := scNaming(t)
+	plain2 := scOpen[ppPlain](t, c2, naming2)
+	withGSI2 := scOpen[ppWithGSI](t, c2, naming2)
+	ddbtest.CreateTable(t, c2, schema.CreateTableInputs(plain2, false)[0])
+	rep, err = schema.Prepare(ctx, withGSI2, c2, func(o *schema.PrepareOptions) {
+		o.WaitMinDelay, o.WaitMaxDelay, o.WaitTimeout = time.Millisecond, time.Millisecond, 20*time.Millisecond
+	})
+	require.ErrorIs(t, err, ddbindex.ErrSchemaMismatch)
+	require.ErrorContains(t, err, "still GSI by_status CREATING (backfilling: true)")
+	require.Equal(t, []string{"by_status"}, rep.CreatedGSIs)
+	scRequireProblems(t, scProblems(t, schema.Check(ctx, withGSI2, c2)), "GSI by_status is CREATING, not ACTIVE")
+	for _, err := range withGSI2.Query("by_status", "T1").All(ctx) {
+		require.ErrorContains(t, err, "Cannot read from backfilling global secondary index: by_status")
+	}
+	held.Finish(withGSI2.TableName(), "by_status")
+	rep, err = schema.Prepare(ctx, withGSI2, c2)
+	require.NoError(t, err)
+	require.False(t, rep.Changed(), "the GSI was created once: %q", rep.Steps)
+	require.NoError(t, schema.Check(ctx, withGSI2, c2))
+	require.Equal(t, int64(1), held.Stats().Refused)
 }
 
 // A missing LSI cannot be added to an existing table: Prepare says so, and

@@ -37,6 +37,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/ddbindex/ddbindex/internal/faults"
+	"github.com/ddbindex/ddbindex/internal/slowddb"
 )
 
 const (
@@ -305,4 +306,22 @@ func NoQuotaRetryer(maxAttempts int) func() aws.Retryer {
 			o.MaxBackoff = 20 * time.Millisecond
 		})
 	}
+}
+
+// Slow returns a DynamoDB client for the endpoint whose requests go through
+// a slowddb.Transport with options o (GSIs created by UpdateTable stay
+// CREATING a while, GSI reads lag), and the transport, whose mirror tables
+// are deleted when the test ends. It skips the test when no endpoint is
+// set.
+func Slow(tb testing.TB, o slowddb.Options) (*dynamodb.Client, *slowddb.Transport) {
+	tb.Helper()
+	base := clientsFor(tb)
+	st := slowddb.New(nil, o)
+	db := dynamodb.New(base.db.Options(), func(o *dynamodb.Options) { o.HTTPClient = st.Client() })
+	tb.Cleanup(func() {
+		if err := st.Close(context.Background()); err != nil {
+			tb.Errorf("ddbtest: deleting the slowddb mirror tables: %v", err)
+		}
+	})
+	return db, st
 }
