@@ -1131,13 +1131,23 @@ func TestCursorTampered(t *testing.T) {
 				}
 				want := []string{}
 				// With a next position the page starts there, on an index
-				// whose sort key can express it; else after the position.
-				from, incl := pos, false
-				if c.next != nil && d.uniqueSort && d.sk.scalar != types.ScalarAttributeTypeN {
-					from, incl = c.next, true
+				// whose sort key can express a value just before it; else
+				// after the position.
+				// Where the sort key may repeat (by_seq, a native GSI sort
+				// key), it starts at the first item of next's value.
+				from, incl := pos, func(curxTicket) bool { return false }
+				if c.next != nil {
+					if _, ok := d.startKeyBefore(c.next, c.at, false, nil); ok {
+						from, incl = c.next, func(it curxTicket) bool { return slices.Equal(curxPos(t, tb, d, it), c.next) }
+						if !d.uniqueSort {
+							var seq int64
+							require.NoError(t, DecodeKey(c.next[1], &seq))
+							incl = func(it curxTicket) bool { return it.Seq == seq }
+						}
+					}
 				}
 				for _, it := range ordered {
-					if curxAfter(t, index, it, from) || (incl && slices.Equal(curxPos(t, tb, d, it), from)) {
+					if curxAfter(t, index, it, from) || incl(it) {
 						want = append(want, it.ID)
 					}
 				}

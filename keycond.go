@@ -396,3 +396,20 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 	}
 	return av, texts, nil
 }
+
+// firstIs reports whether ord, a value the condition matches, is the first
+// value of its range in the query's order: nothing the condition matches
+// comes before it, so a query that starts before ord starts at the range.
+func (kc *keyCond) firstIs(ord string, desc bool) bool {
+	switch kc.op {
+	case opEq:
+		return true
+	case opGe:
+		return !desc && ord == kc.oa
+	case opLe:
+		return desc && ord == kc.oa
+	case opBetween:
+		return (!desc && ord == kc.oa) || (desc && ord == kc.ob)
+	}
+	return false
+}
