@@ -254,25 +254,17 @@ func TestExplainSwitchSymmetry(t *testing.T) {
 		check("by_num "+c.String(), xtExplain(t, ng.Query("by_num", "o1").Where(c)), xtExplain(t, nt.Query("by_num", "o1").Where(c)))
 	}
 	cur := xtCursor(t, cg, "by_state", citem, false)
-	for _, c := range []struct {
-		c         SortCondition
-		holdsItem bool // the cursor's position satisfies c
-	}{
-		{SortCondition{}, true}, {Eq("open"), true}, {Eq("open", "x"), true}, {Lt("open"), false}, {Le("open", "x"), true},
-		{Gt("open"), false}, {Ge("open", "x", 7), true}, {Between(K("a"), K("open", "x")), true},
-		{BeginsWith("op"), true}, {BeginsWith("open", "x"), true},
+	// The cursor's position satisfies some of the conditions and lies
+	// before or past the range of others: both forms start alike.
+	for _, c := range []SortCondition{
+		{}, Eq("open"), Eq("open", "x"), Lt("open"), Le("open", "x"),
+		Gt("open"), Ge("open", "x", 7), Between(K("a"), K("open", "x")),
+		BeginsWith("op"), BeginsWith("open", "x"),
 	} {
-		name := "by_state " + c.c.String()
-		qg, qt := cg.Query("by_state", "o1").Where(c.c), ct.Query("by_state", "o1").Where(c.c)
+		name := "by_state " + c.String()
+		qg, qt := cg.Query("by_state", "o1").Where(c), ct.Query("by_state", "o1").Where(c)
 		check(name, xtExplain(t, qg), xtExplain(t, qt))
-		if c.holdsItem {
-			check(name+" cursor", xtExplain(t, qg.After(cur)), xtExplain(t, qt.After(cur)))
-		} else {
-			_, errG := qg.After(cur).Explain()
-			_, errT := qt.After(cur).Explain()
-			assert.ErrorIs(t, errG, ErrInvalidCursor, name)
-			assert.ErrorIs(t, errT, ErrInvalidCursor, name)
-		}
+		check(name+" cursor", xtExplain(t, qg.After(cur)), xtExplain(t, qt.After(cur)))
 	}
 
 	// The native GSI compares the whole key; the index table uses the
@@ -460,15 +452,12 @@ func TestExplainInvalid(t *testing.T) {
 		mk("cursor of another partition", ErrInvalidCursor, g.Query("by_state", "o2").After(cur)),
 		mk("cursor of the other order", ErrInvalidCursor, g.Query("by_state", "o1").After(dcur)),
 		mk("descending cursor ascending", ErrInvalidCursor, g.Query("by_state", "o1").Desc().After(cur)),
-		mk("cursor outside the condition", ErrInvalidCursor, g.Query("by_state", "o1").Where(Eq("closed")).After(cur)),
 		mk("cursor of another index", ErrInvalidCursor, g.Query("by_state", "o1").After(bcur)),
 		mk("cursor of another model", ErrInvalidCursor, g.Query("by_state", "o1").After(ecur)),
 		mk("unset filter", ErrInvalidQuery, g.Query("by_state", "o1").Filter(expression.ConditionBuilder{})),
 		mk("empty projection name", ErrInvalidQuery, g.Query("by_state", "o1").Project("")),
 		mk("forged empty native key", ErrInvalidCursor, g.Query("", "t1").After(xtForged(t, g, "", "t1", ""))),
 		mkE("begins_with on the int sort key", ErrInvalidQuery, e.Query("feed", "A").Where(BeginsWith("1"))),
-		mkE("cursor outside Lt", ErrInvalidCursor, e.Query("feed", "A").Where(Lt(3)).After(ecur)),
-		mkE("cursor outside Gt", ErrInvalidCursor, e.Query("feed", "A").Where(Gt(3)).After(ecur)),
 		{"forged position that does not encode", func() outcome {
 			return runAll(wq,
 				func() error { _, err := wq.Page(context.Background()); return err },

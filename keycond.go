@@ -396,3 +396,66 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 	}
 	return av, texts, nil
 }
+
+// firstIs reports whether ord, a value the condition matches, is the first
+// value of its range in the query's order: nothing the condition matches
+// comes before it, so a query that starts before ord starts at the range.
+func (kc *keyCond) firstIs(ord string, desc bool) bool {
+	switch kc.op {
+	case opEq:
+		return true
+	case opGe:
+		return !desc && ord == kc.oa
+	case opLe:
+		return desc && ord == kc.oa
+	case opBetween:
+		return (!desc && ord == kc.oa) || (desc && ord == kc.ob)
+	}
+	return false
+}
+
+// place says where ord lies against the condition's range in the query's
+// order: -1 before it (nothing the condition matches comes before ord), 0
+// inside, 1 after it (nothing the condition matches comes after ord).
+func (kc *keyCond) place(ord string, desc bool) int {
+	r := 0 // in ascending order
+	switch kc.op {
+	case opEq:
+		r = strings.Compare(ord, kc.oa)
+	case opLt:
+		if ord >= kc.oa {
+			r = 1
+		}
+	case opLe:
+		if ord > kc.oa {
+			r = 1
+		}
+	case opGt:
+		if ord <= kc.oa {
+			r = -1
+		}
+	case opGe:
+		if ord < kc.oa {
+			r = -1
+		}
+	case opBetween:
+		switch {
+		case ord < kc.oa:
+			r = -1
+		case ord > kc.ob:
+			r = 1
+		}
+	case opBeginsWith:
+		switch {
+		case strings.HasPrefix(ord, kc.oa):
+		case ord < kc.oa:
+			r = -1
+		default:
+			r = 1
+		}
+	}
+	if desc {
+		r = -r
+	}
+	return r
+}

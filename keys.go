@@ -494,16 +494,21 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 
 // startKeyBefore builds an ExclusiveStartKey from which a query of d (in
 // the order desc says, under the key condition kc) returns the entry at next
-// first: a sort key value just before next's, such that no entry can lie
-// between the two. ok is false when d cannot express one: a sort key that
-// may repeat, a Number, a native String read descending (it may hold
-// characters below any suffix we could append), a value at DynamoDB's size
-// limit, or a next that does not come after at in d's own order (a cursor
-// minted where ties are ordered otherwise); the caller then starts after
-// the position at. A nil key with ok true means next is the first entry of
-// the condition's range, so the query starts at the range.
+// first, or the entries that share next's sort key value before it: a sort
+// key value just before next's in the query's order, such that no stored
+// value can lie between the two. Where the sort key may repeat (a native GSI
+// or LSI sort key, whose ties DynamoDB orders), it starts before next's
+// value, which holds only when at's value comes strictly before it: the ties
+// read again were read and found dead. ok is false when d cannot express
+// one: no sort key, ties that reach at's value, a native String read
+// descending (it may hold characters below any suffix we could append), a
+// value at DynamoDB's size limit or its Number range, or a next that does
+// not come after at in d's own order (a cursor minted where ties are
+// ordered otherwise); the caller then starts after the position at. A nil
+// key with ok true means next is the first entry of the condition's range,
+// so the query starts at the range.
 func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
-	if !d.uniqueSort || d.sk.scalar == types.ScalarAttributeTypeN {
+	if d.sk == nil {
 		return nil, false
 	}
 	esk, err := d.startKey(next)
@@ -515,9 +520,38 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 		return nil, false
 	}
 	// next must come after at in this layout's own order too: a cursor
-	// minted where ties are ordered otherwise starts after at.
-	if ordAt, err := d.sk.ordered(d.textOf(at)); err != nil || (desc && ord >= ordAt) || (!desc && ord <= ordAt) {
+	// minted where ties are ordered otherwise starts after at. The test is
+	// strict, so a key that may repeat never starts among at's ties.
+	ordAt, err := d.sk.ordered(d.textOf(at))
+	if err != nil || (desc && ord >= ordAt) || (!desc && ord <= ordAt) {
 		return nil, false
+	}
+	if d.sk.scalar == types.ScalarAttributeTypeN {
+		n, ok := esk[d.sk.attr].(*types.AttributeValueMemberN)
+		if !ok {
+			return nil, false
+		}
+		k, ok := numberStep(n.Value, desc)
+		if !ok {
+			return nil, false
+		}
+		if !d.uniqueSort {
+			// at's ties come before k, or the page's live items would be
+			// read again.
+			atKey, err := d.startKey(at)
+			if err != nil {
+				return nil, false
+			}
+			atN, ok := atKey[d.sk.attr].(*types.AttributeValueMemberN)
+			if !ok || !numberBefore(atN.Value, k, desc) {
+				return nil, false
+			}
+		}
+		if kc != nil && kc.firstIs(ord, desc) {
+			return nil, true
+		}
+		esk[d.sk.attr] = &types.AttributeValueMemberN{Value: k}
+		return esk, true
 	}
 	var k string
 	switch {
@@ -532,6 +566,9 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	}
 	if len(k) == 0 || len(k) > maxSortKeyBytes {
 		return nil, false
+	}
+	if !d.uniqueSort && ((!desc && k <= ordAt) || (desc && k >= ordAt)) {
+		return nil, false // at's ties would be read again
 	}
 	if kc != nil && !kc.match(k) {
 		return nil, true

@@ -267,6 +267,9 @@ func (q Query[T]) failedFill(ctx context.Context, err error, s Stats) {
 // fill reads one page of up to limit live items (of a sharded index: see
 // fillSharded).
 func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (_ *Page[T], err error) {
+	if p.done {
+		return &Page[T]{Items: []T{}}, nil
+	}
 	if p.shard != nil {
 		return fillSharded(ctx, q, p, limit, peek, optFns)
 	}

@@ -181,6 +181,9 @@ type plan struct {
 	// raw, for a ReadObserver (observe.go).
 	keepRaw bool
 	raw     []map[string]types.AttributeValue
+	// done: the cursor lies past the sort condition's range, so nothing
+	// follows it and no request is sent.
+	done bool
 }
 
 // readDigest digests what the query counts as live, for the next position
@@ -401,7 +404,8 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := p.checkPosition(c.at, pkTexts, ""); err != nil {
+		at, err := p.checkPosition(c.at, pkTexts, q.desc, "")
+		if err != nil {
 			return nil, err
 		}
 		if c.next != nil && c.digest != digest {
@@ -409,13 +413,24 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 			// position and next may be live for this read.
 			c.next = nil
 		}
+		next := 0
 		if c.next != nil {
-			if err := p.checkPosition(c.next, pkTexts, "next position: "); err != nil {
+			if next, err = p.checkPosition(c.next, pkTexts, q.desc, "next position: "); err != nil {
 				return nil, err
 			}
 			if !d.follows(c.next, c.at, q.desc) {
 				return nil, cursorErr(nil, "the next position does not follow the position")
 			}
+		}
+		// A cursor minted under another sort condition goes on under this
+		// one: a position before its range starts at the range, one after
+		// it (or a next position after it: nothing between the two was
+		// live) leaves nothing to read.
+		switch {
+		case at < 0:
+			c = cursorPos{}
+		case at > 0 || next > 0:
+			c, p.done = cursorPos{}, true
 		}
 		p.start = c
 	}
@@ -428,28 +443,27 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 }
 
 // checkPosition verifies that a cursor's position lies in the query's
-// partition and satisfies its sort condition, and that it makes a valid
-// ExclusiveStartKey. what prefixes the reasons.
-func (p *plan) checkPosition(pos position, partition []string, what string) error {
+// partition and makes a valid ExclusiveStartKey, and says where it lies
+// against the sort condition's range in the query's order: -1 before it, 0
+// inside, 1 after it (see keyCond.place). what prefixes the reasons.
+func (p *plan) checkPosition(pos position, partition []string, desc bool, what string) (int, error) {
 	d := p.def
 	for i, c := range d.pk.parts {
 		if pos[d.slot(c.f)] != partition[i] {
-			return cursorErr(nil, "%sminted for another partition", what)
-		}
-	}
-	if p.kc != nil {
-		ord, err := d.sk.ordered(d.textOf(pos))
-		if err != nil {
-			return cursorErr(err, "%sposition does not encode", what)
-		}
-		if !p.kc.match(ord) {
-			return cursorErr(nil, "%sposition lies outside the query's sort condition", what)
+			return 0, cursorErr(nil, "%sminted for another partition", what)
 		}
 	}
 	if _, err := d.startKey(pos); err != nil {
-		return cursorErr(err, "%sposition does not make a start key", what)
+		return 0, cursorErr(err, "%sposition does not make a start key", what)
 	}
-	return nil
+	if p.kc == nil {
+		return 0, nil
+	}
+	ord, err := d.sk.ordered(d.textOf(pos))
+	if err != nil {
+		return 0, cursorErr(err, "%sposition does not encode", what)
+	}
+	return p.kc.place(ord, desc), nil
 }
 
 // Page reads one page: up to Limit live items (100 when unset) and the
