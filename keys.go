@@ -500,7 +500,8 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // or LSI sort key, whose ties DynamoDB orders), it starts before next's
 // value, which holds only when at's value comes strictly before it: the ties
 // read again were read and found dead. ok is false when d cannot express
-// one: no sort key, ties that reach at's value, a native String read
+// one: no sort key, a value just before next's that is at's own (or,
+// where keys repeat, one of at's ties), a native String read
 // descending (it may hold characters below any suffix we could append), a
 // value at DynamoDB's size limit or its Number range, or a next that does
 // not come after at in d's own order (a cursor minted where ties are
@@ -535,17 +536,14 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 		if !ok {
 			return nil, false
 		}
-		if !d.uniqueSort {
-			// at's ties come before k, or the page's live items would be
-			// read again.
-			atKey, err := d.startKey(at)
-			if err != nil {
-				return nil, false
-			}
-			atN, ok := atKey[d.sk.attr].(*types.AttributeValueMemberN)
-			if !ok || !numberBefore(atN.Value, k, desc) {
-				return nil, false
-			}
+		// at comes strictly before k (see below).
+		atKey, err := d.startKey(at)
+		if err != nil {
+			return nil, false
+		}
+		atN, ok := atKey[d.sk.attr].(*types.AttributeValueMemberN)
+		if !ok || !numberBefore(atN.Value, k, desc) {
+			return nil, false
 		}
 		if kc != nil && kc.firstIs(ord, desc) {
 			return nil, true
@@ -567,8 +565,13 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	if len(k) == 0 || len(k) > maxSortKeyBytes {
 		return nil, false
 	}
-	if !d.uniqueSort && ((!desc && k <= ordAt) || (desc && k >= ordAt)) {
-		return nil, false // at's ties would be read again
+	if (!desc && k <= ordAt) || (desc && k >= ordAt) {
+		// k is at's value (a key at the size limit has no room for the
+		// highest characters, and its predecessor may be the last item's
+		// own key) or a tie of it: where the start key falls among entries
+		// of that value is the server's tie order, and the page's last
+		// item could be read again.
+		return nil, false
 	}
 	if kc != nil && !kc.match(k) {
 		return nil, true

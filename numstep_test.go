@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -114,4 +116,56 @@ func TestNumberStepNothingBetween(t *testing.T) {
 			require.Equal(t, 0, gap.Cmp(pow(k-numberDigits)), "%s next to %s: gap %s", s, x, gap.FloatString(140))
 		}
 	}
+}
+
+type skbLong struct {
+	_    TableSpec `ddbindex:"skb_long"`
+	_    IndexSpec `ddbindex:"by_k,type=gsi"`
+	P    string    `dynamodbav:"p" ddbindex:"pk;by_k.pk"`
+	N    int64     `dynamodbav:"n" ddbindex:"sk;by_k.sk:1"`
+	Kind string    `dynamodbav:"kind" ddbindex:"by_k.sk:0"`
+}
+
+// TestStartKeyBeforeNeverAtLastItem: the start key just before the next
+// item never lands on the page's last item's own sort key value. A derived
+// key at DynamoDB's 1,024-byte limit has no room for the highest characters
+// after its predecessor, which is then the previous item's key itself when
+// the two differ in their last byte by one; where the server places a start
+// key among entries of one index key value is its own tie order, so such a
+// start key could return the last item again.
+func TestStartKeyBeforeNeverAtLastItem(t *testing.T) {
+	t.Parallel()
+	tb, err := New[skbLong](nil)
+	require.NoError(t, err)
+	d := curxDef(t, tb, "by_k")
+	long := strings.Repeat("x", 1019) + "z"
+	refused := 0
+	for n := int64(-40); n < 120; n++ {
+		for _, desc := range []bool{false, true} {
+			at, next := skbLong{P: "t", N: n, Kind: long}, skbLong{P: "t", N: n + 1, Kind: long}
+			if desc {
+				at, next = next, at
+			}
+			pa, pn := curxPos(t, tb, d, at), curxPos(t, tb, d, next)
+			ordAt, err := d.sk.ordered(d.textOf(pa))
+			require.NoError(t, err)
+			ord, err := d.sk.ordered(d.textOf(pn))
+			require.NoError(t, err)
+			if len(ordAt) > maxSortKeyBytes || len(ord) > maxSortKeyBytes {
+				continue // no such item can be written
+			}
+			esk, ok := d.startKeyBefore(pn, pa, desc, nil)
+			if !ok {
+				refused++
+				continue
+			}
+			k := esk[d.sk.attr].(*types.AttributeValueMemberS).Value
+			if desc {
+				require.Less(t, k, ordAt, "n=%d desc", n)
+			} else {
+				require.Greater(t, k, ordAt, "n=%d", n)
+			}
+		}
+	}
+	require.Positive(t, refused, "some pairs have no start key strictly between")
 }
