@@ -278,4 +278,28 @@ func TestGolden(t *testing.T) {
 	routes, err := router.Routes(ctx, "tickets")
 	require.NoError(t, err)
 	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.GSI, Percent: 100}}, routes)
+
+	// Refusals, each before anything is written: an index of one form has
+	// no route; a form the index does not keep is named as such before the
+	// partition flags are looked at.
+	f.golden(t, "refused-route-set-one-form", "", "route", "set", "--model", "Note", "--index", "by_author", "--to", "gsi", "--percent", "100")
+	f.golden(t, "refused-route-set-lsi-not-kept", "", "route", "set", "--index", "by_status", "--to", "lsi")
+	routes, err = router.Routes(ctx, "notes")
+	require.NoError(t, err)
+	require.Empty(t, routes, "a refused route writes nothing")
+
+	// A route to a form the live schema lacks: every read routed to it
+	// would fail. The GSI is dropped last, as at the end of a migration.
+	if !ddbtest.Has(ddbtest.GSIUpdate) {
+		t.Logf("the server cannot drop a GSI (%s): the route to a dropped GSI is not tried", ddbtest.GSIUpdate)
+		return
+	}
+	f.golden(t, "route-set-table-all", "", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	_, err = f.client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(f.prefix + "tickets"),
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_status")}}}})
+	require.NoError(t, err)
+	f.golden(t, "refused-route-set-dropped-gsi", "", "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
+	routes, err = router.Routes(ctx, "tickets")
+	require.NoError(t, err)
+	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.IndexTable, Percent: 100}}, routes, "the refused route wrote nothing")
 }

@@ -1,10 +1,15 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/migrate"
@@ -60,6 +65,15 @@ func runRoute(e *env, args []string) error {
 // routeText says which partitions of ix read which form under route r (ok
 // false: no route in the control table).
 func routeText(ix ddbindex.IndexInfo, r migrate.Route, ok bool, control string) string {
+	if len(ix.Forms) < 2 {
+		// Not routed: the commands list and set the routes of indexes that
+		// keep two forms only, but an index of one form must not panic here.
+		kind := "no form"
+		if len(ix.Forms) == 1 {
+			kind = "type=" + ix.Forms[0].Kind.String()
+		}
+		return kind + "; it keeps one form, which every read uses: nothing to route"
+	}
 	forms := fmt.Sprintf("type=%s, keep=%s", ix.Forms[0].Kind, ix.Forms[1].Kind)
 	if !ok {
 		return fmt.Sprintf("%s; no route in %s: reads use the %s (the declared type), unless the application's Options.Router says otherwise", forms, control, ix.Forms[0].Kind)
@@ -108,13 +122,23 @@ func runRouteSet(e *env, args []string) error {
 	if *index == "" {
 		return usageErr("route set", "name the index to route with --index")
 	}
-	if err := (migrate.Route{To: k, Percent: *percent}).Validate(); err != nil {
-		_, rule, _ := strings.Cut(err.Error(), "route: ")
-		return usageErr("route set", "%s", strings.Replace(rule, "Percent", "--percent", 1))
-	}
 	t, ix, err := e.withIndex("route set", *index)
 	if err != nil {
 		return err
+	}
+	// Which forms the index keeps comes first: a route of an index of one
+	// form, or to a form it does not keep, is wrong whatever the other flags
+	// say, and is refused as such before they are read.
+	if len(ix.Forms) < 2 {
+		return usageErr("route set", "%s %s keeps one form (type=%s), which every read uses: only an index that keeps two (keep= in its IndexSpec) has a route", t.name(), indexName(ix.Name), ix.Forms[0].Kind)
+	}
+	form := slices.IndexFunc(ix.Forms, func(f ddbindex.IndexForm) bool { return f.Kind == k })
+	if form < 0 {
+		return usageErr("route set", "--to %s: %s %s keeps no %s form (type=%s, keep=%s): route it to the %s or the %s", k, t.name(), indexName(ix.Name), k, ix.Forms[0].Kind, ix.Forms[1].Kind, ix.Forms[0].Kind, ix.Forms[1].Kind)
+	}
+	if err := (migrate.Route{To: k, Percent: *percent}).Validate(); err != nil {
+		_, rule, _ := strings.Cut(err.Error(), "route: ")
+		return usageErr("route set", "%s", strings.Replace(rule, "Percent", "--percent", 1))
 	}
 	if len(parts) == 0 && *percent == 0 {
 		// A route that selects no partition sends every partition to the
@@ -143,10 +167,76 @@ func runRouteSet(e *env, args []string) error {
 		_, rule, _ := strings.Cut(err.Error(), "route: ")
 		return usageErr("route set", "%s", rule)
 	}
+	// The declaration says the form is kept; the live schema says whether
+	// it can serve reads. A route to a form that is gone (a GSI dropped,
+	// an index table deleted) or not yet built would fail every read the
+	// fleet routes to it.
+	if err := e.formServes(t, ix, ix.Forms[form]); err != nil {
+		return err
+	}
 	if err := t.setRoute(e.ctx, ix.Name, r); err != nil {
 		return fmt.Errorf("setting the route of %s %s: %w", t.name(), indexName(ix.Name), err)
 	}
 	fmt.Fprintf(e.stdout, "%s %s: %s\n", t.name(), ix.Name, routeText(ix, r, true, t.controlTable()))
 	fmt.Fprintf(e.stdout, "every instance of the fleet reads it within its migrate.Router's Refresh (default 30s)\n")
+	return nil
+}
+
+// formServes checks, with DescribeTable, that form f of index ix of t is in
+// the live schema and can serve reads: its table is ACTIVE or UPDATING
+// (an update, such as a throughput change or another index being built,
+// leaves it readable), and a GSI is ACTIVE or UPDATING and not backfilling;
+// an LSI, made with its table, serves when its table does. Anything else
+// is a refusal, exit 2, before anything is written; a failed DescribeTable
+// is one too.
+func (e *env) formServes(t table, ix ddbindex.IndexInfo, f ddbindex.IndexForm) error {
+	api, err := e.dynamo()
+	if err != nil {
+		return err
+	}
+	what := "index table " + f.Table
+	if f.Kind != ddbindex.IndexTable {
+		what = fmt.Sprintf("%s %s of table %s", strings.ToUpper(f.Kind.String()), f.Index, f.Table)
+	}
+	refuse := func(format string, args ...any) error {
+		return &exitError{code: exitTrouble, err: fmt.Errorf("refusing to route %s %s to the %s: %s; every read routed to it would fail (run check, and route to a form that serves)",
+			t.name(), indexName(ix.Name), f.Kind, fmt.Sprintf(format, args...))}
+	}
+	out, err := api.DescribeTable(e.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.Table)})
+	var nf *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		return refuse("table %s does not exist", f.Table)
+	case err != nil:
+		return fmt.Errorf("checking that the %s serves reads before routing %s %s to it: %w", what, t.name(), indexName(ix.Name), err)
+	case out.Table == nil:
+		return refuse("DescribeTable of %s describes no table", f.Table)
+	}
+	readable := func(s string) bool { return s == "ACTIVE" || s == "UPDATING" }
+	if s := string(out.Table.TableStatus); !readable(s) {
+		return refuse("table %s is %s", f.Table, s)
+	}
+	switch f.Kind {
+	case ddbindex.GSI:
+		i := slices.IndexFunc(out.Table.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndexDescription) bool {
+			return aws.ToString(g.IndexName) == f.Index
+		})
+		if i < 0 {
+			return refuse("table %s has no GSI %s", f.Table, f.Index)
+		}
+		g := out.Table.GlobalSecondaryIndexes[i]
+		if s := string(g.IndexStatus); !readable(s) {
+			return refuse("the %s is %s", what, s)
+		}
+		if aws.ToBool(g.Backfilling) {
+			return refuse("the %s is backfilling", what)
+		}
+	case ddbindex.LSI:
+		if !slices.ContainsFunc(out.Table.LocalSecondaryIndexes, func(l types.LocalSecondaryIndexDescription) bool {
+			return aws.ToString(l.IndexName) == f.Index
+		}) {
+			return refuse("table %s has no LSI %s", f.Table, f.Index)
+		}
+	}
 	return nil
 }
