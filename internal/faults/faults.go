@@ -232,9 +232,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if strings.HasPrefix(service, "DynamoDBStreams") {
 			code = "LimitExceededException"
 		}
-		return errorResponse(req, http.StatusBadRequest, code, "Rate of requests exceeds the allowed throughput (injected)"), nil
+		return ErrorResponse(req, http.StatusBadRequest, code, "Rate of requests exceeds the allowed throughput (injected)", requestID), nil
 	case ServerError:
-		return errorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error (injected)"), nil
+		return ErrorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error (injected)", requestID), nil
 	case ResetBeforeSend:
 		return nil, resetError("write")
 	case ResetAfterApply, LostResponse:
@@ -276,12 +276,17 @@ type osSyscallError struct {
 func (e *osSyscallError) Error() string { return e.msg }
 func (e *osSyscallError) Unwrap() error { return e.err }
 
-// errorResponse builds the JSON error response the DynamoDB protocol uses.
-func errorResponse(req *http.Request, status int, code, msg string) *http.Response {
+// requestID is the request id of the responses this package makes.
+const requestID = "FAULTS00000000000000000000000000000000000000000000000"
+
+// ErrorResponse builds the JSON error response the DynamoDB protocol uses,
+// answering req with status and the error code and message DynamoDB would
+// send; id is the request id, which names the test double that made it.
+func ErrorResponse(req *http.Request, status int, code, msg, id string) *http.Response {
 	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)
 	h := http.Header{}
 	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("X-Amzn-Requestid", "FAULTS00000000000000000000000000000000000000000000000")
+	h.Set("X-Amzn-Requestid", id)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	return &http.Response{
 		Status:        strconv.Itoa(status) + " " + http.StatusText(status),

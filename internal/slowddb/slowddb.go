@@ -82,6 +82,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
 // Options configure a Transport.
@@ -448,8 +450,8 @@ func (t *Transport) read(req *http.Request, body []byte) (*http.Response, error)
 	}
 	t.mu.Unlock()
 	if creating {
-		return errorResponse(req, http.StatusBadRequest, "ValidationException",
-			"Cannot read from backfilling global secondary index: "+in.IndexName), nil
+		return faults.ErrorResponse(req, http.StatusBadRequest, "ValidationException",
+			"Cannot read from backfilling global secondary index: "+in.IndexName, "SLOWDDB0000000000000000000000000000000000000000000000"), nil
 	}
 	if t.o.Delay == 0 {
 		return t.forward(req, body)
@@ -884,24 +886,4 @@ func setField(body []byte, field, value string) ([]byte, error) {
 	}
 	m[field] = v
 	return json.Marshal(m)
-}
-
-// errorResponse builds the JSON error answer of the DynamoDB protocol.
-func errorResponse(req *http.Request, status int, code, msg string) *http.Response {
-	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("X-Amzn-Requestid", "SLOWDDB0000000000000000000000000000000000000000000000")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	return &http.Response{
-		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
-		StatusCode:    status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}
 }
