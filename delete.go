@@ -42,7 +42,7 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 	if t.writeThrough() {
 		for attempt := 0; ; attempt++ {
 			err := t.deleteThrough(ctx, expected, key, optFns)
-			if !t.again(ctx, err, attempt) {
+			if !t.again(ctx, err, attempt, false) {
 				return err
 			}
 		}

@@ -59,7 +59,7 @@ func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamod
 	}
 	for attempt := 0; ; attempt++ {
 		err := t.moveThrough(ctx, expected, pf, pt, optFns)
-		if !t.again(ctx, err, attempt) {
+		if !t.again(ctx, err, attempt, false) {
 			return to, err
 		}
 	}

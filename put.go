@@ -58,7 +58,7 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 	}
 	for attempt := 0; ; attempt++ {
 		err := t.putThrough(ctx, &item, p, expected, optFns)
-		if !t.again(ctx, err, attempt) {
+		if !t.again(ctx, err, attempt, expected == 0) {
 			return item, err
 		}
 	}
@@ -85,7 +85,11 @@ func (t *Table[T]) putThrough(ctx context.Context, item *T, p *prepared, expecte
 	if err != nil {
 		return err
 	}
-	idx, err := t.indexActions(Change{Old: old, New: p.av, Version: t.changeVersion(next)})
+	basis := old // the image the condition holds the stored item to
+	if t.createOnly(expected, old) {
+		basis = nil
+	}
+	idx, err := t.indexActions(Change{Old: basis, New: p.av, Version: t.changeVersion(next)})
 	if err != nil {
 		return err
 	}

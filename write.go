@@ -144,8 +144,11 @@ func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, keyTexts, er
 // planned for. With a version field: the version equals expected, or for
 // expected 0 the item does not exist, or is the tombstone old (read before
 // the write) at its version: Put creates an item again over its tombstone.
-// In write-through mode the index writes were computed from old, so the
-// condition also holds the stored item to old as read (see asRead): a
+// A creation at version 0 over no item or a live one (see createOnly)
+// needs nothing more, in any mode: its index writes are those of a new
+// item. Otherwise, in write-through mode, the index writes were computed
+// from old, so the condition also holds the stored item to old as read
+// (see asRead): a
 // version alone does not, since a hard delete forgets it and an item
 // created again starts at version 1; and when old is nil, the item must
 // still not exist (with expected above 0 the write fails whatever it
@@ -158,10 +161,10 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 		var cond expression.ConditionBuilder
 		var what string
 		switch {
-		case expected == 0 && old != nil && t.opts.isTombstone(old):
-			cond, what, _ = t.overTombstone(old)
-		case expected == 0:
+		case t.createOnly(expected, old):
 			return pk.AttributeNotExists(), "no item has this key yet (version 0 creates it)", true
+		case expected == 0:
+			cond, what, _ = t.overTombstone(old)
 		default:
 			cond, what = expression.Name(t.s.version.attr).Equal(expression.Value(expected)), fmt.Sprintf("the item is at version %d", expected)
 		}
@@ -186,6 +189,18 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 		return pk.AttributeNotExists(), "no item has this key yet", true
 	}
 	return pk.AttributeExists().And(t.asRead(old)), "the item is unchanged since it was read", true
+}
+
+// createOnly reports whether a write that expects version expected and read
+// old is conditioned on no item being stored at all (see guard): a creation
+// at version 0 of a model with a version field, over no item or over a
+// live one. Such a write lands only where no item is stored, so its index
+// writes are those of a new item whatever it read: a live item read before
+// it is gone by then, and the write that removed it removed its entries
+// (computing them from that item would take its entries for the new one's
+// and leave the new item with none).
+func (t *Table[T]) createOnly(expected uint64, old map[string]types.AttributeValue) bool {
+	return t.s.version != nil && expected == 0 && (old == nil || !t.opts.isTombstone(old))
 }
 
 // asRead is the condition that the stored item is old, the item a
@@ -239,9 +254,12 @@ const throughAttempts = 8
 // another transaction on the same items was in flight (TransactionConflict),
 // or, for a model without a version field, whose writes expect nothing of
 // the stored item, when the item changed between the read and the
-// transaction (the base action, first, failed its condition). With a
-// version field a changed item is a conflict for the caller to resolve.
-func (t *Table[T]) again(ctx context.Context, err error, attempt int) bool {
+// transaction (the base action, first, failed its condition), or, for a
+// creation (creating: a Put at version 0), when the base action found a
+// tombstone: the item read live was deleted since, and a creation takes a
+// tombstone for absent, as a Put that reads nothing does. With a version
+// field a changed item is otherwise a conflict for the caller to resolve.
+func (t *Table[T]) again(ctx context.Context, err error, attempt int, creating bool) bool {
 	var tce *types.TransactionCanceledException
 	if attempt+1 >= throughAttempts || !errors.As(err, &tce) || !conflictOnly(tce) {
 		return false
@@ -252,7 +270,7 @@ func (t *Table[T]) again(ctx context.Context, err error, attempt int) bool {
 		case "TransactionConflict":
 			retry = true
 		case "ConditionalCheckFailed":
-			retry = retry || (i == 0 && t.s.version == nil)
+			retry = retry || (i == 0 && (t.s.version == nil || (creating && t.opts.isTombstone(r.Item))))
 		}
 	}
 	if !retry {

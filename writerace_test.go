@@ -301,6 +301,13 @@ func raceVictimOps[T any](writeThrough bool) []raceOp[T] {
 			_, err := tb.Put(ctx, s.m.item(team, "N", 7))
 			return err
 		}},
+		// A creation of X, which is live when the victim reads it: with a
+		// version field it lands only if the racer removed X, and then its
+		// entries are a new item's, whatever the read found.
+		{"create-taken", func(ctx context.Context, s *raceSetup[T], tb *ddbindex.Table[T], team string) error {
+			_, err := tb.Put(ctx, s.m.fresh(s.m.item(team, "X", 1)))
+			return err
+		}},
 		{"delete", func(ctx context.Context, s *raceSetup[T], tb *ddbindex.Table[T], team string) error {
 			x, ok, err := raceGet(ctx, s, tb, team, "X")
 			if err != nil || !ok {
@@ -451,6 +458,18 @@ func raceExpect[T any](t *testing.T, s *raceSetup[T], victim, racer string, err 
 	case victim == "create":
 		if touchesN && s.m.versioned {
 			require.ErrorIs(t, err, ddbindex.ErrConflict, "%s: another writer created the item first", what)
+		}
+	case victim == "create-taken" && s.m.versioned:
+		// The creation lands only where the racer left no item, or a
+		// tombstone (a soft delete), which a creation takes for absent.
+		_, live, gerr := raceGet(t.Context(), s, s.other, team, "X")
+		require.NoError(t, gerr)
+		gone := racer == "delete" || racer == "move-away"
+		if gone {
+			require.NoError(t, err, "%s: X was removed before the creation landed", what)
+			require.True(t, live, "%s: the creation is stored", what)
+		} else {
+			require.ErrorIs(t, err, ddbindex.ErrConflict, "%s: X is stored", what)
 		}
 	case !s.writeThrough:
 		// Stream mode: a write without a read (Put, Delete) is checked by
