@@ -69,6 +69,8 @@ type fixture struct {
 	prefix  string
 	control string
 	models  []ops.ModelDef
+	// api, when set, is the commands' client instead of client.
+	api ops.Client
 	// terminal is what RunOptions.Terminal answers.
 	terminal bool
 }
@@ -99,7 +101,10 @@ func (f *fixture) run(stdin string, args ...string) result {
 		argv = append(argv, "--control-table", f.control)
 	}
 	code := ops.Run(context.Background(), append(argv, args...), strings.NewReader(stdin), &out, &errOut, f.models, func(o *ops.RunOptions) {
-		if f.client != nil {
+		switch {
+		case f.api != nil:
+			o.Client = f.api
+		case f.client != nil:
 			o.Client = f.client
 		}
 		o.Terminal = func() bool { return f.terminal }
