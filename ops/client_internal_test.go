@@ -63,9 +63,9 @@ func TestNoIMDSProbeWithoutCredentials(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 
 	// lookup makes the command's client as dynamo does, on a host that is
-	// an EC2 instance or not, and returns its error and the hosts its
-	// credential lookup sent requests to.
-	lookup := func(t *testing.T, ec2 bool, profile string, kv ...string) (error, []string) {
+	// an EC2 instance or not, and returns the hosts its credential lookup
+	// sent requests to, and its error.
+	lookup := func(t *testing.T, ec2 bool, profile string, kv ...string) ([]string, error) {
 		t.Helper()
 		for i := 0; i+1 < len(kv); i += 2 {
 			t.Setenv(kv[i], kv[i+1])
@@ -76,44 +76,44 @@ func TestNoIMDSProbeWithoutCredentials(t *testing.T) {
 				config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} })}}
 		e.g.profile = profile
 		_, err := e.dynamo()
-		return err, rec.seen()
+		return rec.seen(), err
 	}
 
 	t.Run("nothing asks", func(t *testing.T) {
-		err, hosts := lookup(t, false, "")
+		hosts, err := lookup(t, false, "")
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.ErrorContains(t, err, "the EC2 instance metadata service (an instance role) is asked only on EC2, or with AWS_EC2_METADATA_DISABLED=false")
 		require.Empty(t, hosts, "no request, to IMDS or anywhere")
-		err, hosts = lookup(t, false, "plain")
+		hosts, err = lookup(t, false, "plain")
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.Empty(t, hosts, "a profile without credentials asks for no IMDS either")
 	})
 	t.Run("AWS_EC2_METADATA_DISABLED=false", func(t *testing.T) {
-		err, hosts := lookup(t, false, "", "AWS_EC2_METADATA_DISABLED", "false")
+		hosts, err := lookup(t, false, "", "AWS_EC2_METADATA_DISABLED", "false")
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.NotContains(t, err.Error(), "is asked only on EC2")
 		require.Contains(t, hosts, imdsHost, "the environment asks for IMDS")
 	})
 	t.Run("credential_source", func(t *testing.T) {
-		err, hosts := lookup(t, false, "imds")
+		hosts, err := lookup(t, false, "imds")
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.Contains(t, hosts, imdsHost, "the profile asks for IMDS")
 	})
 	t.Run("endpoint", func(t *testing.T) {
-		err, hosts := lookup(t, false, "", "AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://"+imdsHost)
+		hosts, err := lookup(t, false, "", "AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://"+imdsHost)
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.Contains(t, hosts, imdsHost, "the environment names an IMDS endpoint")
 	})
 	t.Run("on EC2", func(t *testing.T) {
-		err, hosts := lookup(t, true, "")
+		hosts, err := lookup(t, true, "")
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.Contains(t, hosts, imdsHost, "an EC2 instance may have a role")
-		err, hosts = lookup(t, true, "", "AWS_EC2_METADATA_DISABLED", "true")
+		hosts, err = lookup(t, true, "", "AWS_EC2_METADATA_DISABLED", "true")
 		require.ErrorContains(t, err, "no AWS credentials found")
 		require.Empty(t, hosts, "AWS_EC2_METADATA_DISABLED=true is a no, even on EC2")
 	})
 	t.Run("credentials in the environment", func(t *testing.T) {
-		err, hosts := lookup(t, true, "", "AWS_ACCESS_KEY_ID", "a", "AWS_SECRET_ACCESS_KEY", "b")
+		hosts, err := lookup(t, true, "", "AWS_ACCESS_KEY_ID", "a", "AWS_SECRET_ACCESS_KEY", "b")
 		require.NoError(t, err)
 		require.Empty(t, hosts, "static credentials need no request")
 	})
