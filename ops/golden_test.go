@@ -189,6 +189,29 @@ func TestGoldenUsage(t *testing.T) {
 	require.Contains(t, r.stdout, "Query table p-other-tickets index by_status (gsi)", "the prefix goes before the application's own mapping")
 }
 
+// Moved is an index on its way back from an index table to a GSI, made
+// under a new name: its forms have physical names of their own.
+type Moved struct {
+	_      ddbindex.TableSpec `ddbindex:"moved"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,name=by_status_v2,keep=table,table=moved-status-idx"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk"`
+}
+
+// TestGoldenExplain: explain names the form that serves the query by the
+// physical names its request goes to (a GSI's name=, an index table's
+// table=), and the other form only for an index that keeps two; an index
+// of one form, and the base table, have none. Explain sends nothing.
+func TestGoldenExplain(t *testing.T) {
+	t.Parallel()
+	f := &fixture{prefix: "p-", models: []ops.ModelDef{ops.Model[Note](), ops.Model[Moved]()}}
+	f.golden(t, "explain-one-form", "", "explain", "--index", "by_author", "--partition", "ann", "--limit", "5")
+	f.golden(t, "explain-base-table", "", "explain", "--model", "Note", "--index", "", "--partition", "n-1")
+	f.golden(t, "explain-physical-names", "", "explain", "--index", "by_status", "--partition", "TEAM-1")
+	f.golden(t, "explain-physical-names-via-table", "", "explain", "--index", "by_status", "--partition", "TEAM-1", "--via", "table")
+}
+
 // TestGolden walks every command over one set of tables, as an operator
 // would through a migration step: check, prepare, explain, backfill (and
 // its resumption), verify, route, cursor inspect. Each transcript is a
