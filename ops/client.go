@@ -35,8 +35,9 @@ import (
 //
 // Whatever credentials come first in the chain are used as before: IMDS is
 // the chain's last source, so disabling it changes nothing when another
-// source has credentials. Loading reads only the environment and the shared
-// files; it sends nothing.
+// source has credentials. Loading reads the environment and the shared
+// files, and sends nothing unless IMDS is on and AWS_DEFAULTS_MODE=auto
+// (which asks IMDS for the region).
 func (e *env) awsConfig() (_ aws.Config, imdsOn bool, _ error) {
 	var opts []func(*config.LoadOptions) error
 	if e.g.region != "" {
