@@ -17,20 +17,71 @@ import (
 
 // Explanation shows, without sending anything, the first request a query
 // sends, and the same query as it would run on the other index type.
+// String renders it for people.
 type Explanation struct {
 	// Request is the first request, to the form that serves the query: the
 	// declared type, or for an index that keeps two forms the form its
 	// routing picks.
 	Request Request
-	// Alternate is the first request to the index's other form: the kept
-	// form (or the declared one when the routing picked the kept form); for
-	// an index with one form, the other type it could be: a GSI or LSI as an
-	// index table, an index table as a GSI. It is nil for the base table,
-	// and when the declaration cannot be the other type (AlternateErr says
-	// why).
+	// Alternate is, for an index that keeps two forms, the first request to
+	// the other form it keeps (the kept form, or the declared one when the
+	// routing picked the kept form). For an index with one form it is the
+	// first request the index would send were it declared as the other
+	// type (a GSI or LSI as an index table, an index table as a GSI), with
+	// the names that declaration would give it: not a form the index has,
+	// and String leaves it out. It is nil for the base table, and when the
+	// declaration cannot be the other type (AlternateErr says why).
 	Alternate *Request
-	// AlternateErr says why an index has no Alternate.
+	// AlternateErr says why an index with one form has no Alternate.
 	AlternateErr error
+
+	// kept: Alternate is a form the index keeps (keep= in its IndexSpec).
+	kept bool
+}
+
+// String renders the explanation: the form that serves the query, by the
+// physical names the request goes to, and its first request; for an index
+// that keeps two forms, the same for the other form; for an index with one
+// form, that it has no other. For example:
+//
+//	the first request, to the gsi by_status of table tickets:
+//	Query table tickets index by_status (gsi)
+//	  KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
+//	  Limit: 21, ScanIndexForward: true
+//	the same query on the other form the index keeps, the index table tickets-by_status:
+//	Query table tickets-by_status (table)
+//	  KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
+//	  Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)
+//	  Limit: 21, ScanIndexForward: true
+func (e *Explanation) String() string {
+	if e == nil {
+		return "no explanation"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the first request, to the %s:\n%s", e.Request.target(), e.Request)
+	switch {
+	case e.kept && e.Alternate != nil:
+		fmt.Fprintf(&b, "\nthe same query on the other form the index keeps, the %s:\n%s", e.Alternate.target(), e.Alternate)
+	case e.Request.Kind != BaseTable:
+		fmt.Fprintf(&b, "\nthe index keeps this one form, which serves every read: it has no other")
+	}
+	return b.String()
+}
+
+// target names the form the request goes to by its physical names, e.g.
+// "gsi by_status of table tickets" or "index table tickets-by_status".
+func (r Request) target() string {
+	var table, index string
+	if r.Input != nil {
+		table, index = aws.ToString(r.Input.TableName), aws.ToString(r.Input.IndexName)
+	}
+	switch r.Kind {
+	case GSI, LSI:
+		return fmt.Sprintf("%s %s of table %s", r.Kind, index, table)
+	case IndexTable:
+		return "index table " + table
+	}
+	return "base table " + table
 }
 
 // Request is one DynamoDB Query request.
@@ -193,6 +244,7 @@ func (q Query[T]) Explain() (*Explanation, error) {
 	if alt, aerr := d.alternate(); aerr != nil {
 		e.AlternateErr = aerr
 	} else if alt != nil {
+		e.kept = len(d.decl.forms) > 1
 		cq := q
 		if !alt.consistent {
 			// A GSI cannot serve a consistent read: show what it would send

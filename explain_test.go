@@ -654,3 +654,68 @@ func TestExplainIsPagesFirstRequest(t *testing.T) {
 		}, 6)
 	}
 }
+
+// xtMoved is an index on its way back from an index table to a GSI made
+// under a new name: every form has a physical name of its own.
+type xtMoved struct {
+	_      TableSpec `ddbindex:"xtmv"`
+	_      IndexSpec `ddbindex:"by_state,type=table,name=xtmv-state-v2,keep=gsi,gsi=by_state_v3"`
+	ID     string    `dynamodbav:"id" ddbindex:"pk"`
+	Org    string    `dynamodbav:"org" ddbindex:"by_state.pk"`
+	Status string    `dynamodbav:"status" ddbindex:"by_state.sk"`
+}
+
+// TestExplanationString: String names the form that serves by the physical
+// names its request goes to (after Options.TableName), then the other form
+// for an index that keeps two; an index of one form has no other form
+// (its Alternate, what the other type would send, is not one), and the
+// base table none either.
+func TestExplanationString(t *testing.T) {
+	t.Parallel()
+	dev := func(o *Options) { o.TableName = func(s string) string { return "dev-" + s } }
+	mv := xtTable[xtMoved](t, dev)
+	ex := xtExplain(t, mv.Query("by_state", "o1").Where(Eq("open")).Limit(2))
+	assert.Equal(t, strings.Join([]string{
+		"the first request, to the index table dev-xtmv-state-v2:",
+		"Query table dev-xtmv-state-v2 (table)",
+		`  KeyCondition: (org = "o1") AND (begins_with(_sk, "open#"))`,
+		"  Filter:       " + xtLive,
+		"  Limit: 3, ScanIndexForward: true",
+		"the same query on the other form the index keeps, the gsi by_state_v3 of table dev-xtmv:",
+		"Query table dev-xtmv index by_state_v3 (gsi)",
+		`  KeyCondition: (org = "o1") AND (status = "open")`,
+		"  Limit: 3, ScanIndexForward: true",
+	}, "\n"), ex.String())
+	assert.Equal(t, ex.String(), fmt.Sprint(ex), "fmt prints it the same")
+
+	// The form a read is routed to serves it, under its own names.
+	via := xtExplain(t, mv.Query("by_state", "o1").Via(GSI))
+	lines := strings.Split(via.String(), "\n")
+	assert.Equal(t, "the first request, to the gsi by_state_v3 of table dev-xtmv:", lines[0])
+	assert.Contains(t, lines, "the same query on the other form the index keeps, the index table dev-xtmv-state-v2:")
+
+	// One form: no other form, though Alternate shows the other type.
+	one := xtExplain(t, xtTable[qtSwG](t, dev).Query("by_state", "o1").Limit(20))
+	require.NotNil(t, one.Alternate, "what the index would send declared type=table")
+	assert.Equal(t, strings.Join([]string{
+		"the first request, to the gsi by_state of table dev-qtsw:",
+		"Query table dev-qtsw index by_state (gsi)",
+		`  KeyCondition: org = "o1"`,
+		"  Limit: 21, ScanIndexForward: true",
+		"the index keeps this one form, which serves every read: it has no other",
+	}, "\n"), one.String())
+	assert.NotContains(t, one.String(), "dev-qtsw-by_state", "the table it is not declared as is not named")
+
+	// The base table has no other form to speak of.
+	base := xtExplain(t, xtTable[qtSwG](t).Query("", "t1"))
+	assert.Equal(t, strings.Join([]string{
+		"the first request, to the base table qtsw:",
+		"Query table qtsw (base)",
+		`  KeyCondition: tenant = "t1"`,
+		"  Limit: 101, ScanIndexForward: true",
+	}, "\n"), base.String())
+
+	// A nil or zero Explanation renders without panicking.
+	assert.Equal(t, "no explanation", (*Explanation)(nil).String())
+	assert.Contains(t, (&Explanation{}).String(), "the first request, to the base table :")
+}

@@ -107,6 +107,7 @@ func TestNilSafety(t *testing.T) {
 	w.Walk(t, ddbindex.Update.Add)
 	w.Walk(t, ddbindex.Update.Delete)
 	w.Walk(t, ddbindex.Request.String)
+	w.Walk(t, (*ddbindex.Explanation).String)
 
 	// Errors.
 	w.Walk(t, ddbindex.Code)

@@ -51,8 +51,8 @@ func TestReadOnlyTable(t *testing.T) {
 	}
 
 	ro := &roClient{c: c}
-	_, writes := any(ro).(WriteAPI)
-	require.False(t, writes, "the client has no write method")
+	_, writes := any(ro).(Client)
+	require.False(t, writes, "the client is no Client: it lacks the write methods")
 	tb, err := NewReadOnly[wrTicket](ro, curxSameOpts(writer))
 	require.NoError(t, err)
 

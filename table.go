@@ -24,21 +24,15 @@ type ReadAPI interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// WriteAPI is the part of the DynamoDB client that writes need, on top of
-// [ReadAPI] (they read the stored item with GetItem).
+// Client is what a [Table] that reads and writes needs: the reads of
+// [ReadAPI] (writes read the stored item with GetItem too) and the writes.
 // *dynamodb.Client implements it.
-type WriteAPI interface {
+type Client interface {
+	ReadAPI
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-// Client is what a [Table] that reads and writes needs. *dynamodb.Client
-// implements it.
-type Client interface {
-	ReadAPI
-	WriteAPI
 }
 
 // Options configure a [Table]. The zero value of each field means its

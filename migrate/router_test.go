@@ -413,8 +413,12 @@ func TestSetRouteRefusals(t *testing.T) {
 		"nil Table":           SetRoute[kpStep1](ctx, r, nil, "by_status", Route{To: ddbindex.GSI}),
 	} {
 		require.ErrorIs(t, err, ddbindex.ErrInvalidQuery, name)
+		require.Equal(t, "DDBX-200", ddbindex.Code(err), name)
 		t.Logf("%s: %v", name, err)
 	}
+	// An index of one form is named as such, and the rule with it.
+	err = SetRoute(ctx, r, s0, "by_status", Route{To: ddbindex.GSI, Percent: 100})
+	require.ErrorContains(t, err, "route of kpStep0 index by_status: the index keeps one form (type=gsi); a route needs two (keep= in its IndexSpec)")
 	require.Zero(t, api.puts.Load(), "no request")
 }
 

@@ -19,11 +19,12 @@ func ExampleRun() {
 		strings.NewReader(""), os.Stdout, os.Stderr, []ops.ModelDef{ops.Model[Ticket]()})
 	fmt.Println("exit status", code)
 	// Output:
-	// Ticket index by_status, partition TEAM-7, = (open), ascending: the first request
+	// Ticket index by_status, partition TEAM-7, = (open), ascending:
+	// the first request, to the gsi by_status of table prod-tickets:
 	// Query table prod-tickets index by_status (gsi)
 	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
 	//   Limit: 21, ScanIndexForward: true
-	// the same query on the other form:
+	// the same query on the other form the index keeps, the index table prod-tickets-by_status:
 	// Query table prod-tickets-by_status (table)
 	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
 	//   Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)

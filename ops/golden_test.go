@@ -69,6 +69,8 @@ type fixture struct {
 	prefix  string
 	control string
 	models  []ops.ModelDef
+	// api, when set, is the commands' client instead of client.
+	api ops.Client
 	// terminal is what RunOptions.Terminal answers.
 	terminal bool
 }
@@ -99,7 +101,10 @@ func (f *fixture) run(stdin string, args ...string) result {
 		argv = append(argv, "--control-table", f.control)
 	}
 	code := ops.Run(context.Background(), append(argv, args...), strings.NewReader(stdin), &out, &errOut, f.models, func(o *ops.RunOptions) {
-		if f.client != nil {
+		switch {
+		case f.api != nil:
+			o.Client = f.api
+		case f.client != nil:
 			o.Client = f.client
 		}
 		o.Terminal = func() bool { return f.terminal }
@@ -182,6 +187,29 @@ func TestGoldenUsage(t *testing.T) {
 	r = f.run("", "explain", "--model", "p-other-tickets", "--index", "by_status", "--partition", "TEAM-1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Query table p-other-tickets index by_status (gsi)", "the prefix goes before the application's own mapping")
+}
+
+// Moved is an index on its way back from an index table to a GSI, made
+// under a new name: its forms have physical names of their own.
+type Moved struct {
+	_      ddbindex.TableSpec `ddbindex:"moved"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=gsi,name=by_status_v2,keep=table,table=moved-status-idx"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk"`
+}
+
+// TestGoldenExplain: explain names the form that serves the query by the
+// physical names its request goes to (a GSI's name=, an index table's
+// table=), and the other form only for an index that keeps two; an index
+// of one form, and the base table, have none. Explain sends nothing.
+func TestGoldenExplain(t *testing.T) {
+	t.Parallel()
+	f := &fixture{prefix: "p-", models: []ops.ModelDef{ops.Model[Note](), ops.Model[Moved]()}}
+	f.golden(t, "explain-one-form", "", "explain", "--index", "by_author", "--partition", "ann", "--limit", "5")
+	f.golden(t, "explain-base-table", "", "explain", "--model", "Note", "--index", "", "--partition", "n-1")
+	f.golden(t, "explain-physical-names", "", "explain", "--index", "by_status", "--partition", "TEAM-1")
+	f.golden(t, "explain-physical-names-via-table", "", "explain", "--index", "by_status", "--partition", "TEAM-1", "--via", "table")
 }
 
 // TestGolden walks every command over one set of tables, as an operator

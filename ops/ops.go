@@ -175,6 +175,12 @@ type env struct {
 	clientOnce sync.Once
 	client     Client
 	clientErr  error
+
+	// awsLoad are more options for loading the AWS configuration, and
+	// onEC2 replaces the check of whether the host is an EC2 instance:
+	// for tests (see awsConfig).
+	awsLoad []func(*config.LoadOptions) error
+	onEC2   func() bool
 }
 
 // globals are the flags every command takes, before or after its name.
@@ -320,14 +326,7 @@ func (e *env) dynamo() (Client, error) {
 		return e.opts.Client, nil
 	}
 	e.clientOnce.Do(func() {
-		var opts []func(*config.LoadOptions) error
-		if e.g.region != "" {
-			opts = append(opts, config.WithRegion(e.g.region))
-		}
-		if e.g.profile != "" {
-			opts = append(opts, config.WithSharedConfigProfile(e.g.profile))
-		}
-		cfg, err := config.LoadDefaultConfig(e.ctx, opts...)
+		cfg, imdsOn, err := e.awsConfig()
 		if err != nil {
 			e.clientErr = fmt.Errorf("loading the AWS configuration: %w", err)
 			return
@@ -337,6 +336,9 @@ func (e *env) dynamo() (Client, error) {
 		if cfg.Credentials != nil {
 			if _, err := cfg.Credentials.Retrieve(e.ctx); err != nil {
 				hint := "configure them the standard way: --profile or AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an IAM role"
+				if !imdsOn {
+					hint += "; the EC2 instance metadata service (an instance role) is asked only on EC2, or with AWS_EC2_METADATA_DISABLED=false"
+				}
 				if e.g.endpoint != "" {
 					hint += "; a local server (--endpoint) accepts any, e.g. AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local"
 				}

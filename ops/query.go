@@ -196,13 +196,7 @@ func runExplain(e *env, args []string) error {
 		}
 		return usageErr("explain", "%v", err)
 	}
-	fmt.Fprintf(e.stdout, "%s %s, %s: the first request\n%s\n", t.name(), indexName(ix.Name), q.describe(), compactRuns(ex.Request.String()))
-	switch {
-	case ex.Alternate != nil:
-		fmt.Fprintf(e.stdout, "the same query on the other form:\n%s\n", compactRuns(ex.Alternate.String()))
-	case ex.AlternateErr != nil:
-		fmt.Fprintf(e.stdout, "no other form: %v\n", ex.AlternateErr)
-	}
+	fmt.Fprintf(e.stdout, "%s %s, %s:\n%s\n", t.name(), indexName(ix.Name), q.describe(), compactRuns(ex.String()))
 	return nil
 }
 

@@ -68,11 +68,10 @@ func routeText(ix ddbindex.IndexInfo, r migrate.Route, ok bool, control string) 
 	if len(ix.Forms) < 2 {
 		// Not routed: the commands list and set the routes of indexes that
 		// keep two forms only, but an index of one form must not panic here.
-		kind := "no form"
-		if len(ix.Forms) == 1 {
-			kind = "type=" + ix.Forms[0].Kind.String()
+		if len(ix.Forms) == 0 {
+			return "it keeps no form: nothing to route"
 		}
-		return kind + "; it keeps one form, which every read uses: nothing to route"
+		return "type=" + ix.Forms[0].Kind.String() + "; it keeps one form, which every read uses: nothing to route"
 	}
 	forms := fmt.Sprintf("type=%s, keep=%s", ix.Forms[0].Kind, ix.Forms[1].Kind)
 	if !ok {
@@ -225,11 +224,19 @@ func (e *env) formServes(t table, ix ddbindex.IndexInfo, f ddbindex.IndexForm) e
 			return refuse("table %s has no GSI %s", f.Table, f.Index)
 		}
 		g := out.Table.GlobalSecondaryIndexes[i]
-		if s := string(g.IndexStatus); !readable(s) {
+		// DynamoDB reports a GSI being added CREATING, first allocating
+		// resources and then backfilling (Backfilling true); it refuses
+		// to read it until it is ACTIVE.
+		s := string(g.IndexStatus)
+		switch backfilling := aws.ToBool(g.Backfilling); {
+		case s == "CREATING" && backfilling:
+			return refuse("the %s is CREATING: it is still backfilling the table's items", what)
+		case s == "CREATING":
+			return refuse("the %s is CREATING: DynamoDB is still allocating it", what)
+		case !readable(s):
 			return refuse("the %s is %s", what, s)
-		}
-		if aws.ToBool(g.Backfilling) {
-			return refuse("the %s is backfilling", what)
+		case backfilling:
+			return refuse("the %s is %s and still backfilling the table's items", what, s)
 		}
 	case ddbindex.LSI:
 		if !slices.ContainsFunc(out.Table.LocalSecondaryIndexes, func(l types.LocalSecondaryIndexDescription) bool {

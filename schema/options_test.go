@@ -99,8 +99,8 @@ func TestCheckReadOnlyTable(t *testing.T) {
 	newTestTableNamed[scTicket](t, c, naming)
 	ro, err := ddbindex.NewReadOnly[scTicket](roClient{c}, naming)
 	require.NoError(t, err)
-	_, writes := any(roClient{c}).(ddbindex.WriteAPI)
-	require.False(t, writes, "the table's client has no write method")
+	_, writes := any(roClient{c}).(ddbindex.Client)
+	require.False(t, writes, "the table's client is no Client: it lacks the write methods")
 	err = schema.Check(t.Context(), ro, apiOnly{c})
 	if scFull() {
 		require.NoError(t, err)

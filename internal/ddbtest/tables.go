@@ -102,3 +102,15 @@ func WaitActive(tb testing.TB, client *dynamodb.Client, name string) {
 		tb.Fatalf("waiting for table %s to become active: %v", name, err)
 	}
 }
+
+// DeleteTable deletes the named table now, and waits until it is gone (a
+// server may report it DELETING a while), for at most two minutes; it
+// fails the test otherwise. A table that does not exist is not an error.
+func DeleteTable(tb testing.TB, client *dynamodb.Client, name string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), waitCap)
+	defer cancel()
+	if err := deleteTable(ctx, client, name); err != nil {
+		tb.Fatalf("deleting table %s: %v", name, err)
+	}
+}
