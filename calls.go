@@ -44,7 +44,8 @@ func batchTable(in *dynamodb.BatchGetItemInput) *string {
 
 func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	var wt watch
-	out, err := w.c.Query(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.Query(wctx, in, wopts...)
 	thr := wt.done(ctx, apiQuery, err)
 	if c := callFrom(ctx); c != nil {
 		c.queried(ctx, in, out, err)
@@ -59,7 +60,8 @@ func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ..
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
 	var wt watch
-	out, err := w.c.GetItem(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.GetItem(wctx, in, wopts...)
 	thr := wt.done(ctx, apiGetItem, err)
 	if c != nil {
 		c.single(ctx, apiGetItem, in.TableName, consumed(out, func(o *dynamodb.GetItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
@@ -74,7 +76,8 @@ func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput,
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
 	var wt watch
-	out, err := w.c.BatchGetItem(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.BatchGetItem(wctx, in, wopts...)
 	thr := wt.done(ctx, apiBatchGetItem, err)
 	if c != nil {
 		var ccs []types.ConsumedCapacity
@@ -93,7 +96,8 @@ func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ..
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
 	var wt watch
-	out, err := w.c.PutItem(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.PutItem(wctx, in, wopts...)
 	thr := wt.done(ctx, apiPutItem, err)
 	if c != nil {
 		c.single(ctx, apiPutItem, in.TableName, consumed(out, func(o *dynamodb.PutItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
@@ -108,7 +112,8 @@ func (w calls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
 	var wt watch
-	out, err := w.c.UpdateItem(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.UpdateItem(wctx, in, wopts...)
 	thr := wt.done(ctx, apiUpdateItem, err)
 	if c != nil {
 		c.single(ctx, apiUpdateItem, in.TableName, consumed(out, func(o *dynamodb.UpdateItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
@@ -123,7 +128,8 @@ func (w calls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
 	var wt watch
-	out, err := w.c.DeleteItem(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.DeleteItem(wctx, in, wopts...)
 	thr := wt.done(ctx, apiDeleteItem, err)
 	if c != nil {
 		c.single(ctx, apiDeleteItem, in.TableName, consumed(out, func(o *dynamodb.DeleteItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
@@ -139,7 +145,8 @@ func (w calls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 	}
 	var wt watch
 	wt.txn = in
-	out, err := w.c.TransactWriteItems(ctx, in, wt.with(optFns)...)
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.TransactWriteItems(wctx, in, wopts...)
 	thr := wt.done(ctx, apiTransactWriteItems, err)
 	if c != nil {
 		var ccs []types.ConsumedCapacity

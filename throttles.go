@@ -36,32 +36,39 @@ type watch struct {
 	txn *dynamodb.TransactWriteItemsInput
 }
 
-// with returns the caller's per-call options followed by w's, last so
-// that an option that replaces APIOptions cannot drop it.
-func (w *watch) with(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
-	return append(slices.Clip(optFns), w.option)
+// with returns ctx carrying w, for the middleware, and the caller's
+// per-call options followed by the one that adds the middleware, last so
+// that an option that replaces APIOptions cannot drop it. The option and
+// the middleware are values made once: a request allocates w, its context
+// and the options' slice.
+func (w *watch) with(ctx context.Context, optFns []func(*dynamodb.Options)) (context.Context, []func(*dynamodb.Options)) {
+	return context.WithValue(ctx, watchKey{}, w), append(slices.Clip(optFns), watchOption)
 }
 
-func (w *watch) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, w.stack)
-}
+type watchKey struct{}
 
-func (w *watch) stack(s *middleware.Stack) error {
-	if _, dup := s.Finalize.Get("ddbindexThrottles"); dup {
-		return nil // a client wrapped twice: the outer request notes its errors
+func watchOption(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, addWatch) }
+
+func addWatch(s *middleware.Stack) error {
+	if _, dup := s.Finalize.Get(watchMiddleware.ID()); dup {
+		return nil // a client wrapped twice: the inner request notes the attempts
 	}
-	return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("ddbindexThrottles", w.attempt), middleware.After)
+	return s.Finalize.Add(watchMiddleware, middleware.After)
 }
 
-// attempt runs one attempt of the request and notes its throttles.
-func (w *watch) attempt(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-	out, md, err := next.HandleFinalize(ctx, in)
-	w.ran = true
-	if err != nil {
-		w.seen = append(w.seen, throttle.Reasons(err, w.table)...)
-	}
-	return out, md, err
-}
+// watchMiddleware runs once per attempt and notes the attempt's throttles
+// in the watch its context carries.
+var watchMiddleware middleware.FinalizeMiddleware = middleware.FinalizeMiddlewareFunc("ddbindexThrottles",
+	func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		out, md, err := next.HandleFinalize(ctx, in)
+		if w, _ := ctx.Value(watchKey{}).(*watch); w != nil {
+			w.ran = true
+			if err != nil {
+				w.seen = append(w.seen, throttle.Reasons(err, w.table)...)
+			}
+		}
+		return out, md, err
+	})
 
 // table names the table of a transaction's action i.
 func (w *watch) table(i int) string {
