@@ -149,3 +149,19 @@ func TestScan(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyOf(t *testing.T) {
+	for _, c := range []struct {
+		r    types.ThrottlingReason
+		want Key
+	}{
+		{reason("IndexWriteKeyRangeThroughputExceeded", gsiARN), Key{"IndexWriteKeyRangeThroughputExceeded", "CustomerOrders", "OrderDateIndex"}},
+		{reason("ThrottlingError", "Orders.ByStatus"), Key{"ThrottlingError", "Orders.ByStatus", ""}},
+		{reason("TableReadProvisionedThroughputExceeded", "weird/resource"), Key{"TableReadProvisionedThroughputExceeded", "weird/resource", ""}},
+		{types.ThrottlingReason{}, Key{}},
+	} {
+		if got := KeyOf(c.r); got != c.want {
+			t.Errorf("KeyOf(%v) = %v, want %v", Label(c.r), got, c.want)
+		}
+	}
+}
