@@ -43,11 +43,14 @@ func batchTable(in *dynamodb.BatchGetItemInput) *string {
 // when the input asks for none.
 
 func (w calls) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := w.c.Query(ctx, in, optFns...)
+	var wt watch
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.Query(wctx, in, wopts...)
+	thr := wt.done(ctx, apiQuery, err)
 	if c := callFrom(ctx); c != nil {
 		c.queried(ctx, in, out, err)
 	}
-	return out, callErr("Query", in.TableName, in.IndexName, err)
+	return out, callErr("Query", in.TableName, in.IndexName, err, thr...)
 }
 
 func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -56,11 +59,14 @@ func (w calls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ..
 		cp := *in
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
-	out, err := w.c.GetItem(ctx, in, optFns...)
+	var wt watch
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.GetItem(wctx, in, wopts...)
+	thr := wt.done(ctx, apiGetItem, err)
 	if c != nil {
 		c.single(ctx, apiGetItem, in.TableName, consumed(out, func(o *dynamodb.GetItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
 	}
-	return out, callErr("GetItem", in.TableName, nil, err)
+	return out, callErr("GetItem", in.TableName, nil, err, thr...)
 }
 
 func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
@@ -69,7 +75,10 @@ func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput,
 		cp := *in
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
-	out, err := w.c.BatchGetItem(ctx, in, optFns...)
+	var wt watch
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.BatchGetItem(wctx, in, wopts...)
+	thr := wt.done(ctx, apiBatchGetItem, err)
 	if c != nil {
 		var ccs []types.ConsumedCapacity
 		if out != nil {
@@ -77,7 +86,7 @@ func (w calls) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput,
 		}
 		c.multi(ctx, apiBatchGetItem, func() []string { return slices.Sorted(maps.Keys(in.RequestItems)) }, ccs, err)
 	}
-	return out, callErr("BatchGetItem", batchTable(in), nil, err)
+	return out, callErr("BatchGetItem", batchTable(in), nil, err, thr...)
 }
 
 func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -86,11 +95,14 @@ func (w calls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ..
 		cp := *in
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
-	out, err := w.c.PutItem(ctx, in, optFns...)
+	var wt watch
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.PutItem(wctx, in, wopts...)
+	thr := wt.done(ctx, apiPutItem, err)
 	if c != nil {
 		c.single(ctx, apiPutItem, in.TableName, consumed(out, func(o *dynamodb.PutItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
 	}
-	return out, callErr("PutItem", in.TableName, nil, err)
+	return out, callErr("PutItem", in.TableName, nil, err, thr...)
 }
 
 func (w calls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
@@ -99,11 +111,14 @@ func (w calls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 		cp := *in
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
-	out, err := w.c.UpdateItem(ctx, in, optFns...)
+	var wt watch
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.UpdateItem(wctx, in, wopts...)
+	thr := wt.done(ctx, apiUpdateItem, err)
 	if c != nil {
 		c.single(ctx, apiUpdateItem, in.TableName, consumed(out, func(o *dynamodb.UpdateItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
 	}
-	return out, callErr("UpdateItem", in.TableName, nil, err)
+	return out, callErr("UpdateItem", in.TableName, nil, err, thr...)
 }
 
 func (w calls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -112,11 +127,14 @@ func (w calls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt
 		cp := *in
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
-	out, err := w.c.DeleteItem(ctx, in, optFns...)
+	var wt watch
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.DeleteItem(wctx, in, wopts...)
+	thr := wt.done(ctx, apiDeleteItem, err)
 	if c != nil {
 		c.single(ctx, apiDeleteItem, in.TableName, consumed(out, func(o *dynamodb.DeleteItemOutput) *types.ConsumedCapacity { return o.ConsumedCapacity }), err)
 	}
-	return out, callErr("DeleteItem", in.TableName, nil, err)
+	return out, callErr("DeleteItem", in.TableName, nil, err, thr...)
 }
 
 func (w calls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
@@ -125,7 +143,11 @@ func (w calls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 		cp := *in
 		cp.ReturnConsumedCapacity, in = rcc, &cp
 	}
-	out, err := w.c.TransactWriteItems(ctx, in, optFns...)
+	var wt watch
+	wt.txn = in
+	wctx, wopts := wt.with(ctx, optFns)
+	out, err := w.c.TransactWriteItems(wctx, in, wopts...)
+	thr := wt.done(ctx, apiTransactWriteItems, err)
 	if c != nil {
 		var ccs []types.ConsumedCapacity
 		if out != nil {
@@ -133,7 +155,7 @@ func (w calls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 		}
 		c.multi(ctx, apiTransactWriteItems, func() []string { return transactTables(in) }, ccs, err)
 	}
-	return out, callErr("TransactWriteItems", nil, nil, err)
+	return out, callErr("TransactWriteItems", nil, nil, err, thr...)
 }
 
 // consumed returns the capacity an answer reports; nil for no answer.

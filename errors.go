@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/throttle"
 )
 
 // The sentinel errors. Every error ddbindex returns matches exactly one of
@@ -194,7 +198,19 @@ func Code(err error) string {
 //     cycle, a table that never became active within the wait): errors.As
 //     still finds the SDK's types (smithy.APIError,
 //     *types.ResourceNotFoundException, ...), and [IsTransient] tells
-//     whether a later attempt may succeed.
+//     whether a later attempt may succeed. Throttles, for a call DynamoDB
+//     throttled, are the throttling reasons it gave, each distinct reason
+//     and resource once: the reason (such as
+//     IndexWriteKeyRangeThroughputExceeded) and the ARN of the table or
+//     index it throttled, which for a write to a base table may be one of
+//     its GSIs (Index names only the index a request read); they cover
+//     every attempt of the call, the SDK's retries included. A
+//     transaction cancelled for throttling has one entry per throttled
+//     action, with reason "ThrottlingError" and the action's table name
+//     as its resource (DynamoDB gives no more). A throttle without reasons
+//     has one empty entry. The message names them, e.g. "PutItem on
+//     Orders failed [DDBX-900]: throttled: IndexWriteKeyRangeThroughputExceeded
+//     on Orders (index ByStatus): ...".
 //
 // errors.As(err, &e) with e an *Error finds the outermost one; test
 // e.Sentinel (or use errors.Is) to tell the kinds apart.
@@ -207,6 +223,7 @@ type Error struct {
 	Failed       []string
 	Limit, Used  float64
 	Cursor       string
+	Throttles    []types.ThrottlingReason
 	Err          error
 }
 
@@ -261,7 +278,14 @@ func (e *Error) Error() string {
 		case e.Table != "":
 			on = " on " + e.Table
 		}
-		return fmt.Sprintf("%s%s failed [%s]: %v", e.Op, on, code, e.Err)
+		why := ""
+		if len(e.Throttles) > 0 {
+			why = "throttled: "
+			if l := throttle.Labels(e.Throttles); l != "throttled" {
+				why += l + ": "
+			}
+		}
+		return fmt.Sprintf("%s%s failed [%s]: %s%v", e.Op, on, code, why, e.Err)
 	}
 	s := "ddbindex: "
 	if e.Sentinel != nil {
@@ -345,15 +369,16 @@ func asKind(err error, kind error) *Error {
 }
 
 // callErr wraps a non-nil error of a call in an ErrDynamoDB *Error; nil stays nil.
-// table and index are the request's names (nil when it has none).
-// errReadOnly and errNoClient, a read-only table's client refusing a write
-// and a nil client's stand-in refusing a request without sending it, are
-// no failed call and stay as they are.
-func callErr(op string, table, index *string, err error) error {
+// table and index are the request's names (nil when it has none);
+// throttles the reasons of the call's throttled attempts (see watch in
+// calls.go), distinct ones once. errReadOnly and errNoClient, a read-only
+// table's client refusing a write and a nil client's stand-in refusing a
+// request without sending it, are no failed call and stay as they are.
+func callErr(op string, table, index *string, err error, throttles ...types.ThrottlingReason) error {
 	if err == nil || err == errReadOnly || err == errNoClient {
 		return err
 	}
-	e := &Error{Sentinel: ErrDynamoDB, Op: op, Err: err}
+	e := &Error{Sentinel: ErrDynamoDB, Op: op, Err: err, Throttles: distinctThrottles(nil, throttles)}
 	if table != nil {
 		e.Table = *table
 	}

@@ -126,9 +126,15 @@ func (a *allPages[T]) flush(ctx context.Context, st Stats, end int) bool {
 }
 
 // statsSince is what was spent between the totals before and now.
+// Throttles, distinct and in the order met, are those first met since.
 func statsSince(now, before Stats) Stats {
-	return Stats{Requests: now.Requests - before.Requests, Read: now.Read - before.Read,
-		Filtered: now.Filtered - before.Filtered, ReadUnits: now.ReadUnits - before.ReadUnits}
+	s := Stats{Requests: now.Requests - before.Requests, Read: now.Read - before.Read,
+		Filtered: now.Filtered - before.Filtered, ReadUnits: now.ReadUnits - before.ReadUnits,
+		Throttled: now.Throttled - before.Throttled}
+	if n := len(before.Throttles); len(now.Throttles) > n {
+		s.Throttles = slices.Clone(now.Throttles[n:])
+	}
+	return s
 }
 
 // compare is ReadEvent.compare: it reads the same page on the other form

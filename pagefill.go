@@ -150,6 +150,7 @@ func (pg *pager[T]) request(limit int) *dynamodb.QueryInput {
 // items and whether DynamoDB has more.
 func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.AttributeValue, bool, error) {
 	in := pg.request(limit)
+	ctx = withStats(ctx, &pg.total) // the requests' throttles (throttles.go)
 	out, err := pg.q.t.client.Query(ctx, in, pg.opts...)
 	if err != nil && pg.alt != nil && isValidation(err) {
 		// The server refused the start key built before the cursor's next

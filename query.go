@@ -155,6 +155,17 @@ type Stats struct {
 	Filtered  int     // items DynamoDB read and filtered out: tombstones, and items the Filter rejected
 	Dropped   int     // live items read beyond the page; the next page returns them again
 	ReadUnits float64 // read capacity units consumed, as DynamoDB reports them
+	// Throttled counts the throttling reasons DynamoDB gave the requests'
+	// attempts, the SDK's retries included: one per reason of each
+	// throttled attempt (one for a throttle without reasons). Throttles
+	// lists each distinct reason and resource once, in the order met: the
+	// reason (such as IndexReadKeyRangeThroughputExceeded) and the ARN of
+	// the table or index DynamoDB throttled (see [Error]). Attempts the
+	// SDK made count only with a client that runs per-call options (a
+	// *dynamodb.Client does); with another, the reasons of a failed
+	// request's error alone.
+	Throttled int
+	Throttles []types.ThrottlingReason
 }
 
 func (s *Stats) add(o Stats) {
@@ -164,6 +175,8 @@ func (s *Stats) add(o Stats) {
 	s.Filtered += o.Filtered
 	s.Dropped += o.Dropped
 	s.ReadUnits += o.ReadUnits
+	s.Throttled += o.Throttled
+	s.Throttles = distinctThrottles(s.Throttles, o.Throttles)
 }
 
 // plan is a query translated for one index: everything a request needs but

@@ -53,9 +53,10 @@ func retryCall[R any](ctx context.Context, o RetryOptions, op string, fn func() 
 }
 
 // IsTransient reports whether err is a failure that a later attempt of the
-// same call may overcome: throttling, a 5xx answer, a connection error or
-// timeout, or the SDK giving up on one of those (its retry attempts or its
-// retry quota used up). migrate.Backfill and the stream package's consumer retry
+// same call may overcome: throttling (a transaction cancelled for
+// throttling alone too), a 5xx answer, a connection error or timeout, or
+// the SDK giving up on one of those (its retry attempts or its retry quota
+// used up). migrate.Backfill and the stream package's consumer retry
 // such errors themselves (see [RetryOptions]), and the consumer's Run goes
 // on polling after them. A canceled or expired context is not transient.
 func IsTransient(err error) bool { return retry.IsTransient(err) }

@@ -17,6 +17,8 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/ddbindex/ddbindex/internal/throttle"
 )
 
 // This file instruments a Table with OpenTelemetry (the API only; the
@@ -100,6 +102,8 @@ const (
 	attrErrorType   = attribute.Key("error.type")
 	attrCap         = attribute.Key("ddbindex.cap")
 	attrRoute       = attribute.Key("ddbindex.route")
+	attrThrottle    = attribute.Key("ddbindex.throttle.reason")
+	attrThrottleRes = attribute.Key("ddbindex.throttle.resource")
 
 	// Span and event attributes.
 	attrDBSystem     = attribute.Key("db.system.name")
@@ -143,6 +147,7 @@ type instruments struct {
 	caps           metric.Int64Counter
 	duration       metric.Float64Histogram
 	routed         metric.Int64Counter
+	throttles      metric.Int64Counter
 }
 
 // newInstruments makes the instruments on m. An instrument the meter
@@ -186,6 +191,7 @@ func newInstruments(m metric.Meter) *instruments {
 		caps:           i64("ddbindex.caps", "{event}", "Queries stopped by MaxRequests or MaxReadUnits (ErrCapReached)"),
 		duration:       hist("ddbindex.operation.duration", "s", "Duration of library calls", 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 		routed:         i64("ddbindex.migration.routed_reads", "{read}", "Reads of an index that keeps two forms, by the form that served them and how it was chosen"),
+		throttles:      i64("ddbindex.throttles", "{throttle}", "Throttling reasons DynamoDB gave requests' attempts, by the table or index it throttled and the reason"),
 	}
 }
 
@@ -194,7 +200,7 @@ func (i *instruments) enabled(ctx context.Context) bool {
 	return i.requests.Enabled(ctx) || i.readUnits.Enabled(ctx) || i.writeUnits.Enabled(ctx) ||
 		i.itemsRead.Enabled(ctx) || i.itemsReturned.Enabled(ctx) || i.itemsFiltered.Enabled(ctx) || i.itemsDropped.Enabled(ctx) ||
 		i.tombstoneRatio.Enabled(ctx) || i.errors.Enabled(ctx) || i.noProgress.Enabled(ctx) || i.caps.Enabled(ctx) ||
-		i.duration.Enabled(ctx) || i.routed.Enabled(ctx)
+		i.duration.Enabled(ctx) || i.routed.Enabled(ctx) || i.throttles.Enabled(ctx)
 }
 
 // telemetry is a Table's instrumentation. A nil *telemetry instruments
@@ -666,6 +672,37 @@ func (c *call) multi(ctx context.Context, a api, tables func() []string, ccs []t
 		}
 		return kv
 	})
+}
+
+// throttled records the throttling reasons of a request's throttled
+// attempts (one entry per reason of each attempt): each counts against the
+// table or index DynamoDB names in it (for a write to the base table, that
+// may be a GSI: back-pressure), or, when it names none the Table knows,
+// against the physical names it gives (or the call's target). Throttles
+// are rare, so their attribute sets are made per measurement.
+func (c *call) throttled(ctx context.Context, a api, rs []types.ThrottlingReason) {
+	for _, r := range rs {
+		k := throttle.KeyOf(r)
+		reason := k.Reason
+		if reason == "" {
+			reason = "_OTHER"
+		}
+		if c.metrics {
+			kv := []attribute.KeyValue{attrDBOperation.String(apiNames[a]), attrThrottle.String(reason)}
+			if tg := c.tel.byPhysical[physical{k.Table, k.Index}]; tg != nil || k.Table == "" {
+				if tg == nil {
+					tg = c.tgt
+				}
+				c.tel.inst.throttles.Add(ctx, 1, tg.attrs(c.op).extra(kv...)...)
+			} else {
+				kv = append(kv, attrTable.String(c.tel.table), attrIndex.String(k.Index), attrForm.String(""), attrOperation.String(callNames[c.op]))
+				c.tel.inst.throttles.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(kv...)))
+			}
+		}
+		if c.span != nil {
+			c.span.AddEvent("ddbindex.throttled", trace.WithAttributes(attrDBOperation.String(apiNames[a]), attrThrottle.String(reason), attrThrottleRes.String(aws.ToString(r.Resource))))
+		}
+	}
 }
 
 // batchGot notes on a BatchGet's span how many keys it was given and how

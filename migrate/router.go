@@ -20,6 +20,7 @@ import (
 
 	"github.com/ddbindex/ddbindex"
 	"github.com/ddbindex/ddbindex/internal/spec"
+	"github.com/ddbindex/ddbindex/internal/throttle"
 )
 
 // This file holds Router, the fleet's routes from the control table.
@@ -464,7 +465,7 @@ func controlCallErr(op, table string, err error) error {
 	if errors.Is(err, ddbindex.ErrDynamoDB) {
 		return err
 	}
-	return &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Table: table, Err: err}
+	return &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Table: table, Err: err, Throttles: throttle.Reasons(err, nil)}
 }
 
 // SetRoute stores the route of index of t's model in the control table,

@@ -204,6 +204,7 @@ var commands = []command{
 	{"route", "[show | set --index NAME --to FORM ...]", "show or set the routes of indexes that keep two forms (control table)", runRoute},
 	{"explain", "--index NAME --partition P", "show a query's first request on each form, sending nothing (Explain)", runExplain},
 	{"cursor", "inspect [flags] [CURSOR | -]", "decode a cursor, and say why a query refuses it", runCursor},
+	{"doctor", "FILE | -", "read throttling reasons from log lines; say which GSI throttles writes and what to do, sending nothing", runDoctor},
 }
 
 func (e *env) run(args []string) error {

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/throttle"
 )
 
 // This file is where the package's failed calls become a
@@ -72,7 +73,7 @@ func callErr(op string, table, index *string, err error) error {
 	if err == nil {
 		return nil
 	}
-	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err}
+	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err, Throttles: throttle.Reasons(err, nil)}
 	if table != nil {
 		e.Table = *table
 	}

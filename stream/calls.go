@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/throttle"
 )
 
 // This file is where package stream's failed calls become a
@@ -90,7 +91,7 @@ func callErr(op string, table *string, err error) error {
 	if errors.Is(err, ddbindex.ErrDynamoDB) {
 		return err
 	}
-	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err}
+	e := &ddbindex.Error{Sentinel: ddbindex.ErrDynamoDB, Op: op, Err: err, Throttles: throttle.Reasons(err, nil)}
 	if table != nil {
 		e.Table = *table
 	}

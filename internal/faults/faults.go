@@ -8,7 +8,14 @@
 //     (ProvisionedThroughputExceededException for DynamoDB,
 //     LimitExceededException for DynamoDB Streams), without sending the
 //     request. AWS documents both as retryable, and the SDK's standard
-//     retryer retries them.
+//     retryer retries them. [Transport.ThrottleWith] makes DynamoDB's
+//     carry throttling reasons, as DynamoDB's do.
+//   - CancelThrottle: a TransactWriteItems cancelled for throttling, without
+//     sending it: an HTTP 400 TransactionCanceledException whose
+//     CancellationReasons say ThrottlingError for the actions on the tables
+//     [Transport.ThrottleTables] names (every action when it names none)
+//     and None for the others. The SDK does not retry it. Other operations
+//     go through.
 //   - ServerError: an HTTP 500 InternalServerError, without sending.
 //   - ResetBeforeSend: a connection reset before anything reached the
 //     server.
@@ -30,12 +37,14 @@ package faults
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,9 +62,11 @@ const (
 	ResetBeforeSend
 	ResetAfterApply
 	LostResponse
+	CancelThrottle
 )
 
-// AllKinds lists every fault kind but None.
+// AllKinds lists every fault kind but None and CancelThrottle (which only
+// transactions can meet).
 var AllKinds = []Kind{Throttle, ServerError, ResetBeforeSend, ResetAfterApply, LostResponse}
 
 // Applied lists the kinds after which the server has applied the request.
@@ -75,6 +86,8 @@ func (k Kind) String() string {
 		return "reset-after-apply"
 	case LostResponse:
 		return "lost-response"
+	case CancelThrottle:
+		return "cancel-throttle"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -141,6 +154,42 @@ type Transport struct {
 	n      int
 	counts map[Kind]int
 	byOp   map[string]map[Kind]int
+	// throttleCode and reasons: what a Throttle of DynamoDB answers
+	// (ThrottleWith); cancelTables: the tables a CancelThrottle throttles.
+	throttleCode string
+	reasons      []Reason
+	cancelTables []string
+}
+
+// Reason is one throttling reason of an injected throttle: the reason
+// (such as IndexWriteKeyRangeThroughputExceeded) and the ARN of the
+// throttled table or index.
+type Reason struct{ Reason, Resource string }
+
+// ThrottleWith makes the Throttle faults of DynamoDB requests answer with
+// the error code (ProvisionedThroughputExceededException,
+// ThrottlingException or RequestLimitExceeded; "" keeps the default,
+// ProvisionedThroughputExceededException) and carry reasons, in the shape
+// DynamoDB sends them: a list of {"reason", "resource"} under the member
+// the service model names, ThrottlingReasons (throttlingReasons for a
+// ThrottlingException). See
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-diagnosing-workflow.html
+// and https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_ThrottlingReason.html.
+// It returns t.
+func (t *Transport) ThrottleWith(code string, reasons ...Reason) *Transport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.throttleCode, t.reasons = code, slices.Clone(reasons)
+	return t
+}
+
+// ThrottleTables names the tables whose actions a CancelThrottle throttles
+// (none: every action). It returns t.
+func (t *Transport) ThrottleTables(names ...string) *Transport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cancelTables = slices.Clone(names)
+	return t
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport when
@@ -217,7 +266,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.byOp[op] = map[Kind]int{}
 	}
 	t.byOp[op][kind]++
+	throttleCode, reasons, cancelTables := t.throttleCode, t.reasons, t.cancelTables
 	t.mu.Unlock()
+	if kind == CancelThrottle && op != "TransactWriteItems" {
+		kind = None
+	}
 
 	// The request goes on with a body of its own: the transport may read it
 	// after the SDK has closed the original.
@@ -228,11 +281,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	switch kind {
 	case Throttle:
-		code := "ProvisionedThroughputExceededException"
 		if strings.HasPrefix(service, "DynamoDBStreams") {
-			code = "LimitExceededException"
+			return ErrorResponse(req, http.StatusBadRequest, "LimitExceededException", "Rate of requests exceeds the allowed throughput (injected)", requestID), nil
 		}
-		return ErrorResponse(req, http.StatusBadRequest, code, "Rate of requests exceeds the allowed throughput (injected)", requestID), nil
+		return throttleResponse(req, throttleCode, reasons), nil
+	case CancelThrottle:
+		return cancelResponse(req, body, cancelTables), nil
 	case ServerError:
 		return ErrorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error (injected)", requestID), nil
 	case ResetBeforeSend:
@@ -283,7 +337,86 @@ const requestID = "FAULTS00000000000000000000000000000000000000000000000"
 // answering req with status and the error code and message DynamoDB would
 // send; id is the request id, which names the test double that made it.
 func ErrorResponse(req *http.Request, status int, code, msg, id string) *http.Response {
-	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)
+	return jsonResponse(req, status, id, map[string]any{"__type": "com.amazonaws.dynamodb.v20120810#" + code, "message": msg})
+}
+
+// throttleResponse is a DynamoDB throttle with reasons, for example (a GSI
+// whose hot key range throttles writes to its base table):
+//
+//	HTTP/1.1 400 Bad Request
+//	Content-Type: application/x-amz-json-1.0
+//
+//	{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+//	 "message":"...",
+//	 "ThrottlingReasons":[{"reason":"IndexWriteKeyRangeThroughputExceeded",
+//	   "resource":"arn:aws:dynamodb:us-west-2:123456789012:table/Orders/index/ByStatus"}]}
+//
+// ThrottlingException names the list throttlingReasons: the member names of
+// the service model, which the SDK matches exactly.
+func throttleResponse(req *http.Request, code string, reasons []Reason) *http.Response {
+	if code == "" {
+		code = "ProvisionedThroughputExceededException"
+	}
+	body := map[string]any{"__type": "com.amazonaws.dynamodb.v20120810#" + code, "message": "Rate of requests exceeds the allowed throughput (injected)"}
+	if len(reasons) > 0 {
+		list := make([]map[string]string, len(reasons))
+		for i, r := range reasons {
+			list[i] = map[string]string{"reason": r.Reason, "resource": r.Resource}
+		}
+		member := "ThrottlingReasons"
+		if code == "ThrottlingException" {
+			member = "throttlingReasons"
+		}
+		body[member] = list
+	}
+	return jsonResponse(req, http.StatusBadRequest, requestID, body)
+}
+
+// throttleMessage is the message DynamoDB gives a transaction action it
+// throttled (the TransactionCanceledException of
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+const throttleMessage = "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly. If exceptions persist, check if you have a hot key: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html. (injected)"
+
+// cancelResponse is a TransactWriteItems request cancelled for throttling:
+// one cancellation reason per action, in order, ThrottlingError for the
+// actions on tables (every action when tables is empty), None for the
+// others.
+func cancelResponse(req *http.Request, body []byte, tables []string) *http.Response {
+	var in struct {
+		TransactItems []map[string]struct{ TableName string }
+	}
+	_ = json.Unmarshal(body, &in)
+	var reasons []map[string]string
+	var codes []string
+	for _, it := range in.TransactItems {
+		table := ""
+		for _, a := range it {
+			table = a.TableName
+		}
+		if len(tables) == 0 || slices.Contains(tables, table) {
+			reasons = append(reasons, map[string]string{"Code": "ThrottlingError", "Message": throttleMessage})
+			codes = append(codes, "ThrottlingError")
+		} else {
+			reasons = append(reasons, map[string]string{"Code": "None"})
+			codes = append(codes, "None")
+		}
+	}
+	return jsonResponse(req, http.StatusBadRequest, requestID, map[string]any{
+		"__type":              "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+		"Message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]",
+		"CancellationReasons": reasons,
+	})
+}
+
+// jsonResponse builds a JSON response of the DynamoDB protocol, with the
+// request id id.
+func jsonResponse(req *http.Request, status int, id string, v any) *http.Response {
+	b, err := json.Marshal(v)
+	if err != nil { // maps of strings always marshal
+		b = []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}`)
+		status = http.StatusInternalServerError
+	}
+	body := string(b)
 	h := http.Header{}
 	h.Set("Content-Type", "application/x-amz-json-1.0")
 	h.Set("X-Amzn-Requestid", id)

@@ -25,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
+
+	"github.com/ddbindex/ddbindex/internal/throttle"
 )
 
 // Options bound the retries of one call. They mirror ddbindex.RetryOptions
@@ -138,7 +140,8 @@ var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 // IsTransient reports whether err is a failure that a later attempt of the
 // same call may overcome: throttling, a 5xx answer, a connection error or
 // timeout, or the SDK giving up on one of those (its retry attempts or its
-// retry quota used up). A canceled or expired context is not transient.
+// retry quota used up), a transaction cancelled for throttling alone. A
+// canceled or expired context is not transient.
 func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -159,6 +162,12 @@ func IsTransient(err error) bool {
 		return true
 	}
 	if sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary {
+		return true
+	}
+	// A transaction DynamoDB cancelled for throttling alone: the SDK does
+	// not retry a TransactionCanceledException, but its ThrottlingError
+	// actions are throttles like any other ("please try again shortly").
+	if throttle.IsThrottle(err) {
 		return true
 	}
 	// A modeled error the service declares its own fault, such as

@@ -50,23 +50,38 @@ func TestIsTransient(t *testing.T) {
 		"SDK attempts used up":        rtOp(&sdkretry.MaxAttemptsError{Attempt: 3, Err: throttled}),
 		"SDK retry quota used up":     rtOp(errors.Join(throttled, fmt.Errorf("failed to get rate limit token, %w", ratelimit.QuotaExceededError{Available: 1, Requested: 5}))),
 		"wrapped":                     fmt.Errorf("ddbindex: write index table x: %w", throttled),
+		"transaction throttled":       rtOp(rtHTTP(400, rtCancelled("None", "ThrottlingError"))),
 	} {
 		require.True(t, IsTransient(err), name)
 	}
 	for name, err := range map[string]error{
-		"nil":                nil,
-		"condition failed":   rtOp(rtHTTP(400, &types.ConditionalCheckFailedException{})),
-		"validation":         rtOp(rtHTTP(400, &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"})),
-		"no such table":      rtOp(rtHTTP(400, &types.ResourceNotFoundException{})),
-		"expired iterator":   &streamtypes.ExpiredIteratorException{},
-		"trimmed":            &streamtypes.TrimmedDataAccessException{},
-		"canceled":           context.Canceled,
-		"deadline":           fmt.Errorf("ddbindex: read shard s: %w", context.DeadlineExceeded),
-		"canceled request":   rtOp(&smithy.CanceledError{Err: context.Canceled}),
-		"some unknown error": errors.New("boom"),
+		"nil":                                nil,
+		"condition failed":                   rtOp(rtHTTP(400, &types.ConditionalCheckFailedException{})),
+		"validation":                         rtOp(rtHTTP(400, &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"})),
+		"no such table":                      rtOp(rtHTTP(400, &types.ResourceNotFoundException{})),
+		"expired iterator":                   &streamtypes.ExpiredIteratorException{},
+		"trimmed":                            &streamtypes.TrimmedDataAccessException{},
+		"canceled":                           context.Canceled,
+		"deadline":                           fmt.Errorf("ddbindex: read shard s: %w", context.DeadlineExceeded),
+		"canceled request":                   rtOp(&smithy.CanceledError{Err: context.Canceled}),
+		"some unknown error":                 errors.New("boom"),
+		"transaction conflict and throttled": rtOp(rtHTTP(400, rtCancelled("ConditionalCheckFailed", "ThrottlingError"))),
+		"transaction conflict":               rtOp(rtHTTP(400, rtCancelled("None", "TransactionConflict"))),
 	} {
 		require.False(t, IsTransient(err), name)
 	}
+}
+
+// rtCancelled is a TransactionCanceledException with one cancellation
+// reason per code, as DynamoDB lists them (ThrottlingError for an action it
+// throttled: the TransactionCanceledException of
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+func rtCancelled(codes ...string) *types.TransactionCanceledException {
+	e := &types.TransactionCanceledException{}
+	for _, c := range codes {
+		e.CancellationReasons = append(e.CancellationReasons, types.CancellationReason{Code: &c})
+	}
+	return e
 }
 
 type rtTimeout struct{}
