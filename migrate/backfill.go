@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,7 +249,39 @@ func Backfill[T any](ctx context.Context, t *ddbindex.Table[T], api ScanAPI, ind
 	if err != nil {
 		return BackfillStats{}, err
 	}
-	return b.run(ctx)
+	st, err := b.run(ctx)
+	if store, ok := o.Checkpoint.(*DynamoDBCheckpoints); ok && err == nil {
+		err = b.recordIfFinished(ctx, store, t.Indexes()[0].Forms[0].Declared, index)
+	}
+	return st, err
+}
+
+// recordIfFinished records in the control table that the backfill finished
+// when every segment of its total is done, by this call or by others (the
+// other processes of a split backfill): Shadows made with
+// ShadowOptions.Router compare an index table only from then on.
+func (b *backfill) recordIfFinished(ctx context.Context, store *DynamoDBCheckpoints, table, index string) error {
+	key := b.core.Key()
+	var saved map[Segment]Checkpoint
+	err := b.call(ctx, "LoadBackfillCheckpoint", func() (err error) {
+		saved, err = store.Load(ctx, key)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ddbindex: backfill of %s: reading checkpoints: %w", key, err)
+	}
+	for seg := range b.total {
+		if cp, ok := saved[Segment{Segment: seg, Total: b.total}]; !ok || !cp.Done {
+			return nil // another process's segments are still to do
+		}
+	}
+	form, ok := formKind(key[strings.LastIndexByte(key, '#')+1:])
+	if !ok {
+		return nil
+	}
+	return b.call(ctx, "PutItem", func() error {
+		return recordBackfilled(ctx, store.Client, store.Table, table, index, form, store.ClientOptions)
+	})
 }
 
 // Validate reports whether Backfill takes o's Segment, TotalSegments,

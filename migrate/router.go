@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -98,6 +99,15 @@ type rkey struct{ table, index string }
 type snapshot struct {
 	routes map[rkey]Route
 	tables map[string]bool // the tables whose routes refreshes read
+	// state is each table's migration state (shadow rates, backfilled
+	// forms), by table as declared.
+	state map[string]*tableState
+}
+
+// tableState is one table's migration state in the control table.
+type tableState struct {
+	shadow map[string]float64         // index → shadow rate
+	ready  map[string][]ddbindex.Kind // index → forms whose backfill finished
 }
 
 // Router is the fleet's routes, read from the control table: a
@@ -123,6 +133,7 @@ type Router struct {
 	applied map[string]uint64
 	set     map[rkey]uint64
 	lastErr error
+	readAt  time.Time // when a refresh last read every table
 	started bool
 	closed  bool
 	cancel  context.CancelFunc
@@ -162,7 +173,7 @@ func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 	o.Tables = slices.Clone(o.Tables)
 	r := &Router{api: api, o: o, applied: map[string]uint64{}, set: map[rkey]uint64{}, sleep: sleepCtx, rand: rand.Float64,
 		refreshErrors: counter(o.MeterProvider, "ddbindex.migration.route_refresh_errors", "{error}", "Reads of a table's routes from the control table that failed, by error code")}
-	s := &snapshot{routes: map[rkey]Route{}, tables: map[string]bool{}}
+	s := &snapshot{routes: map[rkey]Route{}, tables: map[string]bool{}, state: map[string]*tableState{}}
 	for _, t := range o.Tables {
 		s.tables[t] = true
 	}
@@ -232,7 +243,7 @@ func (r *Router) learn(table string) {
 	if s.tables[table] {
 		return
 	}
-	n := &snapshot{routes: s.routes, tables: make(map[string]bool, len(s.tables)+1)}
+	n := &snapshot{routes: s.routes, state: s.state, tables: make(map[string]bool, len(s.tables)+1)}
 	for t := range s.tables {
 		n.tables[t] = true
 	}
@@ -357,9 +368,14 @@ func (r *Router) Refresh(ctx context.Context, optFns ...func(*dynamodb.Options))
 	r.mu.Unlock()
 	slices.Sort(tables)
 	read := map[string]map[string]Route{}
+	states := map[string]*tableState{}
 	var errs []error
 	for _, t := range tables {
 		routes, err := r.read(ctx, t, opts)
+		var st *tableState
+		if err == nil {
+			st, err = r.readState(ctx, t, opts)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			if ctx.Err() == nil {
@@ -370,16 +386,24 @@ func (r *Router) Refresh(ctx context.Context, optFns ...func(*dynamodb.Options))
 			}
 			continue
 		}
-		read[t] = routes
+		read[t], states[t] = routes, st
 	}
 	err = errors.Join(errs...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lastErr = err
+	if err == nil {
+		r.readAt = time.Now()
+	}
 	s := r.snap.Load()
-	n := &snapshot{routes: map[rkey]Route{}, tables: s.tables}
+	n := &snapshot{routes: map[rkey]Route{}, tables: s.tables, state: maps.Clone(s.state)}
 	for k, rt := range s.routes {
 		n.routes[k] = rt
+	}
+	for t, st := range states {
+		if r.applied[t] <= start {
+			n.state[t] = st
+		}
 	}
 	for t, routes := range read {
 		if r.applied[t] > start {
@@ -534,7 +558,7 @@ func (r *Router) put(ctx context.Context, table, index string, route Route, opts
 	k := rkey{table, index}
 	r.set[k] = r.seq
 	s := r.snap.Load()
-	n := &snapshot{routes: make(map[rkey]Route, len(s.routes)+1), tables: s.tables}
+	n := &snapshot{routes: make(map[rkey]Route, len(s.routes)+1), tables: s.tables, state: s.state}
 	for k, rt := range s.routes {
 		n.routes[k] = rt
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,7 +297,7 @@ func TestRouterRoutes(t *testing.T) {
 }
 
 // fakeControl is a control table in memory: PutItem stores, Query reads a
-// partition; query, when set, replaces Query.
+// partition; query, when set, replaces Query of the routes' partitions.
 type fakeControl struct {
 	mu    sync.Mutex
 	items map[string]map[string]map[string]types.AttributeValue // pk, sk
@@ -320,10 +321,21 @@ func (c *fakeControl) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ..
 }
 
 func (c *fakeControl) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	if c.query != nil {
+	if c.query != nil && strings.HasPrefix(partitionOf(in), routePrefix) {
 		return c.query(ctx, in)
 	}
 	return c.read(in), nil
+}
+
+// partitionOf returns a control-table Query's partition: its key
+// condition's one value.
+func partitionOf(in *dynamodb.QueryInput) string {
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 // read answers a Query from the items stored now.
@@ -572,14 +584,14 @@ func TestRouterClientOptions(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, r.Refresh(ctx))
-	require.Equal(t, []string{"router"}, api.take(), "the Router's own options")
+	require.Equal(t, []string{"router", "router"}, api.take(), "the Router's own options (the routes, then the migration state)")
 	require.NoError(t, SetRoute(ctx, r, s1, "by_status", Route{To: ddbindex.GSI, Percent: 100}, appID("set")))
 	require.Equal(t, []string{"set"}, api.take(), "the call's options come last")
 	_, err = r.Routes(ctx, "kp-tickets", appID("routes"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"routes"}, api.take())
 	require.NoError(t, r.Refresh(ctx, appID("refresh")))
-	require.Equal(t, []string{"refresh"}, api.take())
+	require.Equal(t, []string{"refresh", "refresh"}, api.take())
 
 	require.ErrorIs(t, r.Refresh(ctx, nil), ddbindex.ErrInvalidQuery)
 	_, err = r.Routes(ctx, "kp-tickets", appID("x"), nil)

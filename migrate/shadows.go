@@ -44,6 +44,15 @@ type ShadowOptions struct {
 	Recheck time.Duration
 	// Timeout bounds one comparison, re-check included. Default 30 seconds.
 	Timeout time.Duration
+	// Router, when set, makes the shadows follow the control table at run
+	// time: an index's shadow rate there (set with [SetShadow], read by
+	// the Router's refreshes) replaces Rate for that index, and a page is
+	// compared with an index table only once the control table records
+	// that its backfill finished (Backfill with [DynamoDBCheckpoints]
+	// records it): before, the comparison would report every entry not
+	// yet written. Such pages count as Waiting. Rate then applies to the
+	// indexes the control table sets no rate for.
+	Router *Router
 	// OnMismatch receives each mismatch the re-check confirms (persistent),
 	// on the comparison's goroutine.
 	OnMismatch func(Mismatch)
@@ -67,6 +76,10 @@ type ShadowStats struct {
 	// concurrency or read units, because Shadows was closed, or because
 	// the shadow read failed.
 	Skipped int64
+	// Waiting counts the pages sampled but not compared because the
+	// control table does not record yet that the index table's backfill
+	// finished (see ShadowOptions.Router).
+	Waiting int64
 }
 
 // Shadows is a [ddbindex.ReadObserver] that shadows a sampled share of the
@@ -153,11 +166,18 @@ func (s *Shadows) ObserveRead(ctx context.Context, ev ddbindex.ReadEvent) {
 	if !s.made() {
 		return
 	}
-	if ev.Admin || s.o.Rate <= 0 {
+	rate := s.rate(ev.Table, ev.Index)
+	if ev.Admin || rate <= 0 {
 		return
 	}
 	compare := comparison(ev)
-	if compare == nil || rand.Float64() >= s.o.Rate {
+	if compare == nil || rand.Float64() >= rate {
+		return
+	}
+	if r := s.o.Router; r != nil && (ev.Form == ddbindex.IndexTable || ev.Other == ddbindex.IndexTable) &&
+		!r.backfilled(ev.Table, ev.Index, ddbindex.IndexTable) {
+		s.count(func(st *ShadowStats) { st.Waiting++ })
+		s.record(ctx, ev, "waiting")
 		return
 	}
 	// The comparison costs about what the read did; the re-check, when
@@ -191,6 +211,22 @@ func (s *Shadows) ObserveRead(ctx context.Context, ev ddbindex.ReadEvent) {
 			span.End()
 		}
 	}()
+}
+
+// rate is the share of an index's pages that are shadowed: the control
+// table's rate with a Router, when it sets one, else Rate.
+func (s *Shadows) rate(table, index string) float64 {
+	if s.o.Router != nil {
+		if r, ok := s.o.Router.shadowRate(table, index); ok {
+			return r
+		}
+	}
+	return s.o.Rate
+}
+
+// shadows reports whether an index's pages are shadowed at all.
+func (s *Shadows) shadows(table, index string) bool {
+	return s.made() && s.rate(table, index) > 0
 }
 
 // done ends a comparison.
