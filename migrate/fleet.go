@@ -226,13 +226,15 @@ func Register[T any](f *Fleet, t *ddbindex.Table[T]) error {
 }
 
 // fingerprint is a short hash of a model's declaration: its indexes, forms,
-// physical names, shards and key components.
+// declared names, shards and key components.
 func fingerprint(infos []ddbindex.IndexInfo) string {
 	h := fnv.New64a()
 	for _, ix := range infos {
 		fmt.Fprintf(h, "%s|%d|", ix.Name, ix.Shards)
 		for _, fm := range ix.Forms {
-			fmt.Fprintf(h, "%s:%s:%s:%s|", fm.Kind, fm.Declared, fm.Table, fm.Index)
+			// The declared names, not the physical ones: one model version
+			// has one fingerprint in every environment.
+			fmt.Fprintf(h, "%s:%s:%s|", fm.Kind, fm.Declared, fm.Index)
 		}
 		for _, c := range slices.Concat(ix.Partition, ix.Sort) {
 			fmt.Fprintf(h, "%s:%s:%v|", c.Field, c.Attr, c.Type)

@@ -27,6 +27,7 @@ func runBackfill(e *env, args []string) error {
 	pageSize := fs.Int("page-size", 0, "items a Scan request reads (default 500)")
 	restart := fs.Bool("restart", false, "forget the saved positions first, and scan from the start")
 	noCheckpoint := fs.Bool("no-checkpoint", false, "save no positions (a killed backfill then starts again from the beginning)")
+	force := fs.Bool("force", false, "backfill even though the fleet view says a live instance does not keep the form")
 	if err := e.parse(fs, args, "backfill"); err != nil {
 		return err
 	}
@@ -50,6 +51,20 @@ func runBackfill(e *env, args []string) error {
 	}
 	filled := ix.Forms[len(ix.Forms)-1]
 	what := fmt.Sprintf("%s %s (%s)", t.name(), indexName(ix.Name), formText(filled))
+	// Every live instance must keep the form in step before it is filled:
+	// an instance that does not would leave its own writes out of it.
+	if t.controlTable() != "" {
+		st, err := e.fleetView(t)
+		if err != nil {
+			return err
+		}
+		if len(st.Live()) == 0 {
+			fmt.Fprintf(e.stderr, "%s: no live instance has registered in the fleet view (migrate.Fleet): whether every instance keeps the %s is not checked\n", e.prog, filled.Kind)
+		}
+		if err := e.guard(*force, "backfill "+what, lacking(st, t, ix, filled.Kind)); err != nil {
+			return err
+		}
+	}
 
 	var store *migrate.DynamoDBCheckpoints
 	switch {

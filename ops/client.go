@@ -225,3 +225,11 @@ func (c *lazyClient) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ..
 	}
 	return api.Scan(ctx, in, optFns...)
 }
+
+func (c *lazyClient) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error) {
+	api, err := c.e.dynamo()
+	if err != nil {
+		return nil, err
+	}
+	return api.DeleteTable(ctx, in, optFns...)
+}

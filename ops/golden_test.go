@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -73,6 +74,8 @@ type fixture struct {
 	api ops.Client
 	// terminal is what RunOptions.Terminal answers.
 	terminal bool
+	// now, when set, is RunOptions.Now.
+	now func() time.Time
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -108,6 +111,9 @@ func (f *fixture) run(stdin string, args ...string) result {
 			o.Client = f.client
 		}
 		o.Terminal = func() bool { return f.terminal }
+		if f.now != nil {
+			o.Now = f.now
+		}
 	})
 	return result{code, out.String(), errOut.String()}
 }

@@ -82,6 +82,7 @@ type table interface {
 	routes(ctx context.Context) (map[string]migrate.Route, error)
 	refreshRoutes(ctx context.Context) error
 	setRoute(ctx context.Context, index string, r migrate.Route) error
+	setShadow(ctx context.Context, index string, rate float64) error
 	sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
 }
 
@@ -226,6 +227,10 @@ func (x *tableOf[T]) refreshRoutes(ctx context.Context) error { return x.router.
 
 func (x *tableOf[T]) setRoute(ctx context.Context, index string, r migrate.Route) error {
 	return migrate.SetRoute(ctx, x.router, x.t, index, r)
+}
+
+func (x *tableOf[T]) setShadow(ctx context.Context, index string, rate float64) error {
+	return migrate.SetShadow(ctx, x.router, x.t, index, rate)
 }
 
 // sample scans the base table, at most maxScan items, for up to n distinct

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -31,6 +32,7 @@ type Client interface {
 	ddbindex.Client
 	schema.PrepareAPI
 	migrate.ScanAPI
+	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 }
 
 // RunOptions configure [Run]. The zero value of each field means its
@@ -45,6 +47,9 @@ type RunOptions struct {
 	// a progress bar; elsewhere it is quiet until it ends. Default: stderr
 	// is an *os.File on a terminal.
 	Terminal func() bool
+	// Now is the clock the fleet view is judged by (liveness, "ago").
+	// Default time.Now.
+	Now func() time.Time
 }
 
 // Exit codes of [Run], as diff's: 0 when the command did its work and
@@ -109,6 +114,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fn(&o)
 	}
 	e := &env{ctx: ctx, prog: prog, stdin: stdin, stdout: stdout, stderr: stderr, models: models, opts: o}
+	if e.opts.Now == nil {
+		e.opts.Now = time.Now
+	}
 	if e.opts.Terminal == nil {
 		e.opts.Terminal = func() bool {
 			f, ok := stderr.(*os.File)
@@ -202,6 +210,9 @@ var commands = []command{
 	{"backfill", "--index NAME", "fill the form of an index that a migration introduces, resumably (Backfill)", runBackfill},
 	{"verify", "[--index NAME] [--partition P]...", "compare the two forms of an index over listed or sampled partitions; JSON report (Compare)", runVerify},
 	{"route", "[show | set --index NAME --to FORM ...]", "show or set the routes of indexes that keep two forms (control table)", runRoute},
+	{"rollout", "status [--window D]", "the fleet view: which instances keep, serve and shadow which form, reads per form, stale routes (migrate.Fleet)", runRollout},
+	{"shadow", "set --index NAME --rate R", "set the share of an index's reads the fleet shadows, at run time (control table)", runShadow},
+	{"drop", "--index NAME --form FORM [--quiet-for D]", "delete an index's kept GSI or index table once the fleet view says nothing uses it", runDrop},
 	{"explain", "--index NAME --partition P", "show a query's first request on each form, sending nothing (Explain)", runExplain},
 	{"cursor", "inspect [flags] [CURSOR | -]", "decode a cursor, and say why a query refuses it", runCursor},
 	{"doctor", "FILE | -", "read throttling reasons from log lines; say which GSI throttles writes and what to do, sending nothing", runDoctor},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
@@ -84,10 +85,10 @@ func TestBackfillSegmentsAndResume(t *testing.T) {
 	// Canceled: the backfill stops, and the command says the same command
 	// resumes it.
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	defer cancel()
 	var out, errOut bytes.Buffer
 	code := ops.Run(ctx, []string{"ddbindex-ops", "--table-prefix", f.prefix, "--control-table", f.control, "backfill", "--index", "by_status"},
-		strings.NewReader(""), &out, &errOut, f.models, func(o *ops.RunOptions) { o.Client = f.client })
+		strings.NewReader(""), &out, &errOut, f.models, func(o *ops.RunOptions) { o.Client = cancelOnScan{f.client, cancel} })
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut.String(), "the same command resumes it")
 
@@ -202,4 +203,16 @@ func TestModelDefControlTable(t *testing.T) {
 	r = f.run("", "route", "show", "--control-table", "")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "has no control table to read routes from")
+}
+
+// cancelOnScan cancels the command's context when its first Scan is sent:
+// an interrupt in the middle of a backfill.
+type cancelOnScan struct {
+	*dynamodb.Client
+	cancel context.CancelFunc
+}
+
+func (c cancelOnScan) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	c.cancel()
+	return c.Client.Scan(ctx, in, optFns...)
 }

@@ -108,6 +108,7 @@ func runRouteSet(e *env, args []string) error {
 	var parts listFlag
 	fs.Var(&parts, "partition", "a partition that reads --to (a `TUPLE` of its partition components); give it once per partition")
 	percent := fs.Float64("percent", 0, "this share (0 to 100) of all partitions reads --to, chosen by a stable hash of the partition key")
+	force := fs.Bool("force", false, "set the route even though the fleet view says a live instance does not keep the form")
 	if err := e.parse(fs, args, "route set"); err != nil {
 		return err
 	}
@@ -171,6 +172,13 @@ func runRouteSet(e *env, args []string) error {
 	// an index table deleted) or not yet built would fail every read the
 	// fleet routes to it.
 	if err := e.formServes(t, ix, ix.Forms[form]); err != nil {
+		return err
+	}
+	st, err := e.fleetView(t)
+	if err != nil {
+		return err
+	}
+	if err := e.guard(*force, fmt.Sprintf("route %s %s to the %s", t.name(), indexName(ix.Name), k), lacking(st, t, ix, k)); err != nil {
 		return err
 	}
 	if err := t.setRoute(e.ctx, ix.Name, r); err != nil {

@@ -1,0 +1,114 @@
+package ops_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/migrate"
+	"github.com/ddbindex/ddbindex/ops"
+)
+
+// TicketV0 is Ticket's model before the migration: the GSI alone.
+type TicketV0 struct {
+	_      ddbindex.TableSpec `ddbindex:"tickets"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=gsi"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Prio   int                `dynamodbav:"prio"   ddbindex:"by_status.sk:1"`
+	Title  string             `dynamodbav:"title"`
+}
+
+// TestGoldenFleetGuards: with an instance of the model before the migration
+// live in the fleet view, backfill and route set refuse (nothing written),
+// rollout status says who keeps and serves what; once it has stopped, they
+// go on; drop refuses the declared type and a form read within the quiet
+// period.
+func TestGoldenFleetGuards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, tickets := ticketFixture(t)
+	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	f.now = func() time.Time { return at }
+	clock := func() time.Time { return at }
+	newFleet := func(id string) *migrate.Fleet {
+		fl, err := migrate.NewFleet(f.client, migrate.FleetOptions{ControlTable: f.control, Instance: id, Version: id, Now: clock})
+		require.NoError(t, err)
+		return fl
+	}
+	old := newFleet("old-1")
+	v0, err := ddbindex.New[TicketV0](f.client, func(o *ddbindex.Options) { o.TableName = func(s string) string { return f.prefix + s } })
+	require.NoError(t, err)
+	require.NoError(t, migrate.Register(old, v0))
+	cur := newFleet("new-1")
+	reader, err := ddbindex.New[Ticket](f.client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return f.prefix + s }
+		o.Observer = cur
+	})
+	require.NoError(t, err)
+	require.NoError(t, migrate.Register(cur, reader))
+	_, err = reader.Query("by_status", "TEAM-1").Page(ctx)
+	require.NoError(t, err)
+	require.NoError(t, old.Flush(ctx))
+	require.NoError(t, cur.Flush(ctx))
+
+	f.golden(t, "rollout-status-mixed", "", "rollout", "status")
+	f.golden(t, "refused-backfill-fleet", "", "backfill", "--index", "by_status")
+	f.golden(t, "refused-route-set-fleet", "", "route", "set", "--index", "by_status", "--to", "table", "--partition", "TEAM-1")
+	f.golden(t, "refused-drop-declared", "", "drop", "--index", "by_status", "--form", "gsi")
+	r := f.run("", "route")
+	require.Contains(t, r.stdout, "no route", "the refused route set wrote nothing")
+
+	// The old instance stops: the backfill and the route go on.
+	require.NoError(t, old.Close(ctx))
+	r = f.run("", "backfill", "--index", "by_status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	r = f.run("", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	require.Equal(t, 0, r.code, r.stderr)
+	f.golden(t, "shadow-set", "", "shadow", "set", "--index", "by_status", "--rate", "0.25")
+	f.golden(t, "usage-shadow-set-rate", "", "shadow", "set", "--index", "by_status", "--rate", "2")
+
+	// Under a model that declares the table and keeps the GSI, the GSI may
+	// not go: the current instance serves it, and served a read from it a
+	// moment ago.
+	models := f.models
+	f.models = []ops.ModelDef{ops.Model[TicketV2]()}
+	f.golden(t, "refused-drop-in-use", "", "drop", "--index", "by_status", "--form", "gsi", "--quiet-for", "1h")
+	require.NotEmpty(t, describeGSIs(t, f), "the GSI is still there")
+	// The kept index table: no instance serves or shadows it (the current
+	// one has no Router), and nothing read it.
+	f.models = models
+	f.golden(t, "drop-unused-kept-form", "", "drop", "--index", "by_status", "--form", "table", "--quiet-for", "1h")
+	_ = tickets
+}
+
+// TicketV2 is Ticket's model at the migration's third step: the index table
+// declared, the GSI kept.
+type TicketV2 struct {
+	_      ddbindex.TableSpec `ddbindex:"tickets"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=table,keep=gsi"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Prio   int                `dynamodbav:"prio"   ddbindex:"by_status.sk:1"`
+	Title  string             `dynamodbav:"title"`
+}
+
+// describeGSIs returns the names of the tickets table's GSIs.
+func describeGSIs(t *testing.T, f *fixture) []string {
+	t.Helper()
+	out, err := f.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(f.prefix + "tickets")})
+	require.NoError(t, err)
+	var names []string
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		names = append(names, aws.ToString(g.IndexName))
+	}
+	return names
+}
