@@ -406,7 +406,18 @@ func (f *Fleet) snapshot(now time.Time, stopped bool) Instance {
 		inst.Tables = append(inst.Tables, t)
 	}
 	if r, ok := f.o.Router.(*Router); ok && r.made() {
-		inst.RoutesRead, inst.RouteError = r.refreshState()
+		read, msg := r.refreshState()
+		if !read.IsZero() {
+			// The Router keeps the wall clock; the entry's times are the
+			// Fleet's.
+			inst.RoutesRead = now.Add(-time.Since(read))
+		}
+		inst.RouteError = msg
+		seen := r.routesSeen()
+		for i := range inst.Tables {
+			inst.Tables[i].RoutesSeen = seen[inst.Tables[i].Table]
+		}
+		inst.Routed = true
 	}
 	return inst
 }

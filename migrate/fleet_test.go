@@ -174,7 +174,7 @@ func TestFleetView(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, slices.ContainsFunc(st.Instances, func(in Instance) bool { return in.StaleRoutes }))
 	require.NoError(t, SetRoute(ctx, other, f.s1, "by_status", Route{To: ddbindex.GSI, Percent: 100}))
-	st, err = ReadFleet(ctx, f.c, f.control, time.Time{})
+	st, err = ReadFleet(ctx, f.c, f.control, clock.Now())
 	require.NoError(t, err)
 	i := slices.IndexFunc(st.Instances, func(in Instance) bool { return in.ID == "b" })
 	require.True(t, st.Instances[i].StaleRoutes, "B has not read the route set since its last refresh")

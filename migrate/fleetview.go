@@ -39,11 +39,14 @@ type Instance struct {
 	Live bool
 	// Tables are the models the instance registered.
 	Tables []TableState
-	// RoutesRead is when the instance's Router last read every routed
-	// table's routes (zero without a *Router, or before its first good
-	// read); RouteError is its last refresh's error, "" when it read them.
-	// StaleRoutes is true when a route of one of its tables was set after
-	// RoutesRead: the instance may still route by the old one.
+	// Routed is true when the instance routes by a *Router (the fleet's
+	// routes). RoutesRead is when that Router last read every routed
+	// table's routes (zero before its first good read); RouteError is its
+	// last refresh's error, "" when it read them. StaleRoutes is true when
+	// the instance is live and a route of one of its tables changed after
+	// the last change its Router has read: it may still route by the old
+	// one.
+	Routed      bool
 	RoutesRead  time.Time
 	RouteError  string
 	StaleRoutes bool
@@ -62,6 +65,10 @@ type TableState struct {
 	// instances that differ in it run different model versions.
 	Table, Model, Fingerprint string
 	Indexes                   []IndexState
+	// RoutesSeen is the time of the last change of the table's routes
+	// (the route items' updated) that the instance's Router has read or
+	// made.
+	RoutesSeen time.Time
 }
 
 // IndexState is what an instance does with one index: the forms it keeps
@@ -157,11 +164,11 @@ func ReadFleet(ctx context.Context, api RouterAPI, controlTable string, now time
 	}
 	for i := range st.Instances {
 		inst := &st.Instances[i]
-		if inst.RoutesRead.IsZero() {
-			continue
+		if !inst.Routed || !inst.Live {
+			continue // a stopped or expired instance routes nothing
 		}
 		for _, t := range inst.Tables {
-			if changed[t.Table].After(inst.RoutesRead) {
+			if changed[t.Table].After(t.RoutesSeen) {
 				inst.StaleRoutes = true
 			}
 		}
@@ -353,6 +360,7 @@ type storedInstance struct {
 	Started    int64          `json:"started"`
 	Every      int64          `json:"every"`
 	Tables     []storedTable  `json:"tables"`
+	Routed     bool           `json:"routed,omitempty"`
 	RoutesRead int64          `json:"routesRead,omitempty"`
 	RouteError string         `json:"routeError,omitempty"`
 	Windows    []storedWindow `json:"windows"`
@@ -364,6 +372,7 @@ type storedTable struct {
 	Model       string        `json:"model"`
 	Fingerprint string        `json:"fingerprint"`
 	Indexes     []storedIndex `json:"indexes"`
+	RoutesSeen  string        `json:"routesSeen,omitempty"` // RFC 3339, as the route items hold it
 }
 
 type storedIndex struct {
@@ -436,9 +445,12 @@ func kindsOf(names []string) ([]ddbindex.Kind, error) {
 
 func toStored(in Instance) storedInstance {
 	s := storedInstance{Version: in.Version, Library: in.Library, Started: ms(in.Started), Every: in.Every.Milliseconds(),
-		RoutesRead: ms(in.RoutesRead), RouteError: in.RouteError}
+		Routed: in.Routed, RoutesRead: ms(in.RoutesRead), RouteError: in.RouteError}
 	for _, t := range in.Tables {
 		st := storedTable{Table: t.Table, Model: t.Model, Fingerprint: t.Fingerprint}
+		if !t.RoutesSeen.IsZero() {
+			st.RoutesSeen = t.RoutesSeen.UTC().Format(time.RFC3339Nano)
+		}
 		for _, ix := range t.Indexes {
 			st.Indexes = append(st.Indexes, storedIndex{Index: ix.Index, Keeps: kindNames(ix.Keeps), Serves: kindNames(ix.Serves), Shadows: kindNames(ix.Shadows)})
 		}
@@ -499,10 +511,15 @@ func instanceFromItem(item map[string]types.AttributeValue) (Instance, error) {
 		return bad("state is not the JSON of an entry: %v", err)
 	}
 	in.Version, in.Library, in.Started, in.Every = s.Version, s.Library, fromMS(s.Started), time.Duration(s.Every)*time.Millisecond
-	in.RoutesRead, in.RouteError = fromMS(s.RoutesRead), s.RouteError
+	in.Routed, in.RoutesRead, in.RouteError = s.Routed, fromMS(s.RoutesRead), s.RouteError
 	var errs []error
 	for _, st := range s.Tables {
 		t := TableState{Table: st.Table, Model: st.Model, Fingerprint: st.Fingerprint}
+		if st.RoutesSeen != "" {
+			at, err := time.Parse(time.RFC3339Nano, st.RoutesSeen)
+			errs = append(errs, err)
+			t.RoutesSeen = at
+		}
 		for _, si := range st.Indexes {
 			ix := IndexState{Index: si.Index}
 			var e1, e2, e3 error

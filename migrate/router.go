@@ -133,7 +133,8 @@ type Router struct {
 	applied map[string]uint64
 	set     map[rkey]uint64
 	lastErr error
-	readAt  time.Time // when a refresh last read every table
+	readAt  time.Time            // when a refresh last read every table
+	seen    map[string]time.Time // per table, the last route change read or made
 	started bool
 	closed  bool
 	cancel  context.CancelFunc
@@ -171,7 +172,7 @@ func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 		o.Refresh = defaultRefresh
 	}
 	o.Tables = slices.Clone(o.Tables)
-	r := &Router{api: api, o: o, applied: map[string]uint64{}, set: map[rkey]uint64{}, sleep: sleepCtx, rand: rand.Float64,
+	r := &Router{api: api, o: o, applied: map[string]uint64{}, set: map[rkey]uint64{}, seen: map[string]time.Time{}, sleep: sleepCtx, rand: rand.Float64,
 		refreshErrors: counter(o.MeterProvider, "ddbindex.migration.route_refresh_errors", "{error}", "Reads of a table's routes from the control table that failed, by error code")}
 	s := &snapshot{routes: map[rkey]Route{}, tables: map[string]bool{}, state: map[string]*tableState{}}
 	for _, t := range o.Tables {
@@ -369,9 +370,10 @@ func (r *Router) Refresh(ctx context.Context, optFns ...func(*dynamodb.Options))
 	slices.Sort(tables)
 	read := map[string]map[string]Route{}
 	states := map[string]*tableState{}
+	seens := map[string]time.Time{}
 	var errs []error
 	for _, t := range tables {
-		routes, err := r.read(ctx, t, opts)
+		routes, seen, err := r.read(ctx, t, opts)
 		var st *tableState
 		if err == nil {
 			st, err = r.readState(ctx, t, opts)
@@ -386,7 +388,7 @@ func (r *Router) Refresh(ctx context.Context, optFns ...func(*dynamodb.Options))
 			}
 			continue
 		}
-		read[t], states[t] = routes, st
+		read[t], states[t], seens[t] = routes, st, seen
 	}
 	err = errors.Join(errs...)
 	r.mu.Lock()
@@ -404,6 +406,9 @@ func (r *Router) Refresh(ctx context.Context, optFns ...func(*dynamodb.Options))
 		if r.applied[t] <= start {
 			n.state[t] = st
 		}
+	}
+	for t, at := range seens {
+		r.see(t, at)
 	}
 	for t, routes := range read {
 		if r.applied[t] > start {
@@ -445,16 +450,44 @@ func (r *Router) Routes(ctx context.Context, table string, optFns ...func(*dynam
 	if err != nil {
 		return nil, err
 	}
-	return r.read(ctx, table, opts)
+	routes, _, err := r.read(ctx, table, opts)
+	return routes, err
+}
+
+// routeUpdated is when a route item was written (its updated attribute);
+// the zero time when it has none.
+func routeUpdated(item map[string]types.AttributeValue) time.Time {
+	if s, ok := item["updated"].(*types.AttributeValueMemberS); ok {
+		if at, err := time.Parse(time.RFC3339Nano, s.Value); err == nil {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+// routesSeen returns, per table, the last change of its routes the Router
+// has read or made.
+func (r *Router) routesSeen() map[string]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.seen)
+}
+
+// see records that the Router has read or made a change of table's routes
+// made at at.
+func (r *Router) see(table string, at time.Time) {
+	if at.After(r.seen[table]) {
+		r.seen[table] = at
+	}
 }
 
 // read reads table's routes from the control table, with the requests'
 // options opts.
-func (r *Router) read(ctx context.Context, table string, opts []func(*dynamodb.Options)) (map[string]Route, error) {
+func (r *Router) read(ctx context.Context, table string, opts []func(*dynamodb.Options)) (map[string]Route, time.Time, error) {
 	control := r.o.ControlTable
 	x, err := expression.NewBuilder().WithKeyCondition(expression.Key(controlPK).Equal(expression.Value(routePrefix + table))).Build()
 	if err != nil {
-		return nil, fmt.Errorf("%w: migrate: read the routes of %s: %w", ddbindex.ErrInvalidQuery, table, err)
+		return nil, time.Time{}, fmt.Errorf("%w: migrate: read the routes of %s: %w", ddbindex.ErrInvalidQuery, table, err)
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(control),
@@ -464,20 +497,24 @@ func (r *Router) read(ctx context.Context, table string, opts []func(*dynamodb.O
 		ConsistentRead:            aws.Bool(true),
 	}
 	routes := map[string]Route{}
+	var latest time.Time
 	for {
 		out, err := r.api.Query(ctx, in, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("migrate: read the routes of %s from %s: %w", table, control, controlCallErr("Query", control, err))
+			return nil, latest, fmt.Errorf("migrate: read the routes of %s from %s: %w", table, control, controlCallErr("Query", control, err))
 		}
 		for _, item := range out.Items {
 			index, rt, err := routeFromItem(item)
 			if err != nil {
-				return nil, fmt.Errorf("%w: control table %s, routes of %s: %w", ddbindex.ErrMalformedItem, control, table, err)
+				return nil, latest, fmt.Errorf("%w: control table %s, routes of %s: %w", ddbindex.ErrMalformedItem, control, table, err)
 			}
 			routes[index] = rt
+			if at := routeUpdated(item); at.After(latest) {
+				latest = at
+			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return routes, nil
+			return routes, latest, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
@@ -538,6 +575,7 @@ func (r *Router) put(ctx context.Context, table, index string, route Route, opts
 		parts[i] = &types.AttributeValueMemberS{Value: p}
 	}
 	control := r.o.ControlTable
+	updated := time.Now().UTC()
 	_, err := r.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(control),
 		Item: map[string]types.AttributeValue{
@@ -546,7 +584,7 @@ func (r *Router) put(ctx context.Context, table, index string, route Route, opts
 			"to":         &types.AttributeValueMemberS{Value: route.To.String()},
 			"partitions": &types.AttributeValueMemberL{Value: parts},
 			"percent":    &types.AttributeValueMemberN{Value: strconv.FormatFloat(route.Percent, 'g', -1, 64)},
-			"updated":    &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
+			"updated":    &types.AttributeValueMemberS{Value: updated.Format(time.RFC3339Nano)},
 		},
 	}, opts...)
 	if err != nil {
@@ -554,6 +592,7 @@ func (r *Router) put(ctx context.Context, table, index string, route Route, opts
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.see(table, updated)
 	r.seq++
 	k := rkey{table, index}
 	r.set[k] = r.seq

@@ -126,10 +126,13 @@ func runRollout(e *env, args []string) error {
 		}
 		routes := "no Router"
 		switch {
+		case !in.Routed:
 		case in.RouteError != "":
 			routes = "route refresh FAILING: " + in.RouteError
 		case !in.RoutesRead.IsZero():
 			routes = "routes read " + ago(at, in.RoutesRead)
+		default:
+			routes = "routes not read yet"
 		}
 		if in.StaleRoutes {
 			routes += ", STALE (a route changed since)"
