@@ -107,8 +107,11 @@ func (t *Table[T]) droppedForms() []spec.Dropped {
 			if err != nil {
 				continue // the declaration cannot be this kind, so it never was
 			}
+			_, named := d.decl.names[k]
+			pk, sk := keysOf(gone)
 			out = append(out, spec.Dropped{
 				Index: d.name, Declared: specKind(d.kind), Kind: specKind(k), Table: t.tableOf(gone), IndexName: gone.index,
+				Named: named, PK: pk, SK: sk,
 			})
 		}
 	}

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +28,9 @@ import (
 // and the base table of a softdelete model), when index tables are kept
 // from the stream (no Options.WriteThrough), a base table without a
 // NEW_AND_OLD_IMAGES stream, a form of an index that exists but is neither
-// declared nor kept (see keep= in ddbindex.IndexSpec), and, when api can
+// declared nor kept (see keep= in ddbindex.IndexSpec: a GSI or LSI is
+// found under the name gsi= or lsi= gives it, else under its default name
+// or, when an older declaration renamed it, by its key schema), and, when api can
 // Scan as well (as a *dynamodb.Client can), a sharded
 // index whose entries were written under another shards= (it reads up to 8
 // entries of each form: an index keeps its key schema when its number of
@@ -43,9 +44,10 @@ import (
 //
 // [Prepare] closes the gaps it can: it creates missing tables and GSIs,
 // waits for a GSI that is not ACTIVE, and enables the stream and TTL. It
-// never deletes, so a form no longer kept stays reported here until it is
-// dropped by hand; and keys or projections that differ, a missing LSI, or a
-// stream or TTL set up otherwise need a decision Prepare does not make.
+// never deletes, so a form no longer kept stays reported here (and refused
+// by Prepare) until it is dropped by hand; and keys or projections that
+// differ, a missing LSI, or a stream or TTL set up otherwise need a
+// decision Prepare does not make.
 //
 // Check looks at the model's tables only: the control table is no model's
 // (see [ControlTableInput]). [CheckControlTable] checks it, [Prepare]
@@ -75,9 +77,6 @@ func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...
 		}
 	}
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if err := checkDropped(ts, sv.base, sv.lookup, addf); err != nil {
-		return err
-	}
 	if sc, ok := api.(scanAPI); ok {
 		if err := checkShards(ctx, ts, scanCalls{sc}, addf, optFns); err != nil {
 			return err
@@ -295,6 +294,11 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 			return nil, err
 		}
 	}
+	// A form no longer kept is no gap Prepare closes: it never deletes, and
+	// what the fleet reads is the operator's to decide.
+	if err := checkDropped(ts, base, sv.lookup, unfixable); err != nil {
+		return nil, err
+	}
 	if control != "" {
 		if err := sv.control(control); err != nil {
 			return nil, err
@@ -360,26 +364,67 @@ func attrClash(ix *spec.Index, defs []types.AttributeDefinition) string {
 // declaration neither serves nor keeps: the plain flip from type=gsi to
 // type=table (or back). Instances still running the old declaration read
 // that form, and this one stops writing it, so they would miss every item it
-// writes or changes from now on.
+// writes or changes from now on. A GSI or LSI is looked for under the name
+// the declaration gives it (gsi=, lsi=), else under its default name and,
+// since an older declaration may have named it (name=), as any GSI or LSI
+// keyed as the form would be that no declared or kept form is.
 func checkDropped(ts *spec.Tables, base *types.TableDescription, lookup func(string) (*types.TableDescription, error), addf func(string, ...any)) error {
 	for _, dr := range ts.Dropped {
-		exists := false
+		var found []string // the physical names of the form that exist
 		if dr.Kind == spec.Table {
 			desc, err := lookup(dr.Table)
 			if err != nil {
 				return err
 			}
-			exists = desc != nil
+			if desc != nil {
+				found = append(found, dr.Table)
+			}
 		} else if base != nil {
-			_, _, _, exists = findIndex(base, dr.Kind, dr.IndexName)
+			if _, _, _, ok := findIndex(base, dr.Kind, dr.IndexName); ok {
+				found = append(found, dr.IndexName)
+			} else if !dr.Named {
+				found = renamedForms(ts, base, dr)
+			}
 		}
-		if exists {
+		for _, name := range found {
+			keep := fmt.Sprintf("type=%s,keep=%s", dr.Declared, dr.Kind)
+			if dr.Kind != spec.Table && name != dr.Index {
+				keep += fmt.Sprintf(",%s=%s", dr.Kind, name) // its physical name, which the default does not give
+			}
 			addf("index %s is declared type=%s, but its %s form %s still exists and is no longer kept: instances that still read it would miss every write from now on. "+
-				"Declare type=%s,keep=%s until no instance reads that form (docs/migration.md), then drop it",
-				dr.Index, dr.Declared, dr.Kind, cmp.Or(dr.IndexName, dr.Table), dr.Declared, dr.Kind)
+				"Declare %s until no instance reads that form (docs/migration.md), then drop it",
+				dr.Index, dr.Declared, dr.Kind, name, keep)
 		}
 	}
 	return nil
+}
+
+// renamedForms returns the names of the GSIs or LSIs (dr.Kind) of base
+// keyed as dropped form dr would be (attribute names and types), that no
+// declared or kept form of the model is: dr's form under a name an older
+// declaration gave it.
+func renamedForms(ts *spec.Tables, base *types.TableDescription, dr spec.Dropped) []string {
+	var out []string
+	consider := func(name string, ks []types.KeySchemaElement) {
+		if slices.ContainsFunc(ts.Base.Indexes, func(ix spec.Index) bool { return ix.Kind == dr.Kind && ix.IndexName == name }) {
+			return
+		}
+		var problems int
+		checkKeys(func(string, ...any) { problems++ }, "", dr.PK, dr.SK, ks, base.AttributeDefinitions)
+		if problems == 0 {
+			out = append(out, name)
+		}
+	}
+	if dr.Kind == spec.GSI {
+		for _, g := range base.GlobalSecondaryIndexes {
+			consider(aws.ToString(g.IndexName), g.KeySchema)
+		}
+	} else {
+		for _, l := range base.LocalSecondaryIndexes {
+			consider(aws.ToString(l.IndexName), l.KeySchema)
+		}
+	}
+	return out
 }
 
 // findIndex returns a GSI's or LSI's key schema, projection and status (a

@@ -98,6 +98,14 @@ type Dropped struct {
 	Table string
 	// IndexName is the physical GSI or LSI name; "" for an index table.
 	IndexName string
+	// Named is true when the declaration names the form (gsi=, lsi=,
+	// table=): it is looked for under that name alone. Otherwise a GSI or
+	// LSI of another name keyed as PK and SK is that form too, renamed
+	// (name= of an older declaration).
+	Named bool
+	// PK and SK are the form's key, as it would have it.
+	PK Key
+	SK *Key // nil when there is no sort key
 }
 
 // Sharded is one form of a sharded index: where its entries are, and how to
