@@ -52,25 +52,35 @@ func (t *Table[T]) spec() *spec.Tables {
 	s := t.s
 	out := &spec.Tables{
 		TTLAttr: t.opts.TTLAttr,
+		Model:   s.table,
 		Base: spec.Base{
 			KeyTable:   keyTableOf(t.TableName(), "", s.base),
 			Stream:     t.hasIndexTables() && !t.opts.WriteThrough,
 			SoftDelete: s.softDelete,
 		},
 	}
+	if t.opts.Router != nil { // no nil Router in an interface of its own
+		out.Router = t.opts.Router
+	}
 	if s.softDelete {
 		out.TTL = append(out.TTL, t.TableName())
 	}
 	for _, d := range s.indexes {
+		forms := make([]spec.Kind, len(d.decl.forms))
+		for i, f := range d.decl.forms {
+			forms[i] = specKind(f.kind)
+		}
 		switch d.kind {
 		case GSI, LSI:
 			pk, sk := keysOf(d)
 			out.Base.Indexes = append(out.Base.Indexes, spec.Index{
-				Name: d.name, Kind: specKind(d.kind), IndexName: d.index, PK: pk, SK: sk, Projection: d.projection(),
+				Name: d.name, Kind: specKind(d.kind), IndexName: d.index, PK: pk, SK: sk, Projection: d.projection(), Forms: forms,
 			})
 		case IndexTable:
 			name := t.tableOf(d)
-			out.IndexTables = append(out.IndexTables, keyTableOf(name, d.name, d))
+			kt := keyTableOf(name, d.name, d)
+			kt.Forms = forms
+			out.IndexTables = append(out.IndexTables, kt)
 			out.TTL = append(out.TTL, name)
 		}
 		if d.pk.shards > 0 {

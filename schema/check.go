@@ -49,43 +49,137 @@ import (
 // differ, a missing LSI, or a stream or TTL set up otherwise need a
 // decision Prepare does not make.
 //
+// A kept GSI or LSI that does not exist is a problem when a read of t may
+// go to it; when none may (the last step of a migration, once the old GSI
+// is dropped), Check accepts it: [CheckWithWarnings] says which, and why.
+//
 // Check looks at the model's tables only: the control table is no model's
 // (see [ControlTableInput]). [CheckControlTable] checks it, [Prepare]
 // creates and checks it when PrepareOptions.ControlTable names it, and a
 // migrate.Router over a missing one reports each failed read (Router.Err,
 // RouterOptions.OnError).
 func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*dynamodb.Options)) error {
-	const op = "Check"
+	_, err := check(ctx, "Check", t, api, optFns)
+	return err
+}
+
+// CheckWithWarnings is [Check], which it runs, and returns besides what
+// Check accepts but reports, one sentence each: a kept GSI or LSI (keep=
+// in ddbindex.IndexSpec) that does not exist and that no read of this
+// Table goes to. That is the last step of a migration, between the drop of
+// the old GSI and the deploy of the declaration without keep=: an instance
+// still keeping it writes its key attributes on the items, as ever, and
+// reads nothing from it, so it misses nothing. Whether reads go to it is
+// the Table's Options.Router's to say: without one every read goes to the
+// declared type; a [FormRouter] (package migrate's Routes and Router) is
+// asked; any other Router may send reads anywhere, and the missing form is
+// a problem. A missing kept index table is always a problem: its entries
+// are written to it (by the stream upkeep, or with Options.WriteThrough),
+// and those writes would fail.
+//
+// Its errors are Check's. A FormRouter that fails to answer (a control
+// table it cannot read) may send reads anywhere: the missing form is a
+// problem, whose sentence holds the router's error. Nothing is asked while
+// the base table does not exist. The warnings come with a nil error, and
+// in the [*Error] (Error.Warnings) when Check finds problems as well.
+func CheckWithWarnings[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*dynamodb.Options)) ([]string, error) {
+	return check(ctx, "CheckWithWarnings", t, api, optFns)
+}
+
+// FormRouter is a ddbindex.Router that can say whether it may send reads
+// of an index to a form: package migrate's Routes and Router are.
+// [CheckWithWarnings] asks the Table's Options.Router, when it is one,
+// about each kept form that does not exist.
+type FormRouter interface {
+	// MayRoute reports whether the router may send a read of index (of
+	// the base table as declared, table) to form, for an index whose forms
+	// are forms (the declared type, then the kept one), by the routes in
+	// force when it is called: false when it sends every read elsewhere.
+	MayRoute(ctx context.Context, table, index string, form ddbindex.Kind, forms [2]ddbindex.Kind) (bool, error)
+}
+
+// check is Check and CheckWithWarnings, as op.
+func check[T any](ctx context.Context, op string, t *ddbindex.Table[T], api API, optFns []func(*dynamodb.Options)) ([]string, error) {
 	ts, err := tablesOf(t, ddbindex.ErrInvalidQuery, op)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if isNil(api) {
-		return invalid(ddbindex.ErrInvalidQuery, op, "no API (a nil client) to describe the tables with")
+		return nil, invalid(ddbindex.ErrInvalidQuery, op, "no API (a nil client) to describe the tables with")
 	}
 	if err := checkClientOptions(ddbindex.ErrInvalidQuery, op, "client option", optFns); err != nil {
-		return err
+		return nil, err
 	}
 	sv, err := survey(ctx, ts, "", apiCalls{api}, optFns)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var problems []string
+	var problems, warnings []string
 	for _, g := range sv.gaps {
-		if g.problem != "" {
+		switch {
+		case g.problem == "":
+		case g.kept != nil && sv.base != nil:
+			if served, why := keptServed(ctx, ts, g.kept); served {
+				problems = append(problems, g.problem+": "+why)
+			} else {
+				warnings = append(warnings, fmt.Sprintf("%s, the %s form that index %s keeps (keep=%s), but %s: no read misses it (writes keep its key attributes on the items). "+
+					"Prepare creates it at the start of a migration; at its end, declare the index without keep=%s once no instance of the fleet reads that form",
+					g.problem, g.kept.kind, g.kept.index, g.kept.kind, why, g.kept.kind))
+			}
+		default:
 			problems = append(problems, g.problem)
 		}
 	}
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if sc, ok := api.(scanAPI); ok {
 		if err := checkShards(ctx, ts, scanCalls{sc}, addf, optFns); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(problems) > 0 {
-		return &Error{Problems: problems}
+		return warnings, &Error{Problems: problems, Warnings: warnings}
 	}
-	return nil
+	return warnings, nil
+}
+
+// keptServed says whether a kept form that does not exist is served: whether
+// the Table's writes or reads would go to it. why says, in words, for a
+// message. A router that cannot answer may send reads anywhere.
+func keptServed(ctx context.Context, ts *spec.Tables, k *keptForm) (served bool, why string) {
+	if k.kind == spec.Table {
+		// Unlike a GSI's or LSI's attributes, which live on the base items,
+		// an index table's entries are written to it: by the stream upkeep,
+		// or by every write with Options.WriteThrough.
+		return true, "its entries are written to it (by the stream upkeep, or by the Table's writes with Options.WriteThrough), and those writes fail"
+	}
+	declared := k.forms[0]
+	switch r := ts.Router.(type) {
+	case nil:
+		return false, fmt.Sprintf("the Table has no Options.Router, so every read of the index goes to its declared %s form", declared)
+	case FormRouter:
+		forms := [2]ddbindex.Kind{kindOf(k.forms[0]), kindOf(k.forms[1])}
+		may, err := r.MayRoute(ctx, ts.Model, k.index, kindOf(k.kind), forms)
+		switch {
+		case err != nil:
+			return true, fmt.Sprintf("Options.Router could not say whether it sends reads of the index to it (%v), and they would fail", err)
+		case may:
+			return true, fmt.Sprintf("Options.Router may send reads of the index to it, and they would fail: route every read to the %s form first (migrate.SetRoute, Percent 100)", declared)
+		}
+		return false, fmt.Sprintf("Options.Router sends every read of the index to its %s form", declared)
+	default:
+		return true, fmt.Sprintf("Options.Router (a %T, no schema.FormRouter) may send reads of the index to it, and they would fail", r)
+	}
+}
+
+// kindOf is k as package ddbindex names it.
+func kindOf(k spec.Kind) ddbindex.Kind {
+	switch k {
+	case spec.GSI:
+		return ddbindex.GSI
+	case spec.LSI:
+		return ddbindex.LSI
+	}
+	return ddbindex.IndexTable
 }
 
 // CheckControlTable checks the control table named name (see
@@ -139,6 +233,25 @@ type gap struct {
 	table   string                     // the physical table the fix changes or waits for
 	index   *spec.Index                // the GSI of fixCreateGSI and fixWaitGSI
 	create  *dynamodb.CreateTableInput // the table of fixCreateTable
+	// kept is set when the gap is a kept form (keep=) that does not exist:
+	// Check tells one that no read is sent to from one that is served.
+	kept *keptForm
+}
+
+// keptForm is a kept form of an index, as Check asks the routing about it.
+type keptForm struct {
+	index string      // the logical index name
+	kind  spec.Kind   // the kept form's kind
+	forms []spec.Kind // the index's forms: the declared type, then kind
+}
+
+// keptOf returns the keptForm of the form of kind of an index with forms;
+// nil when that form is the declared one.
+func keptOf(index string, kind spec.Kind, forms []spec.Kind) *keptForm {
+	if len(forms) < 2 || forms[0] == kind {
+		return nil
+	}
+	return &keptForm{index: index, kind: kind, forms: forms}
 }
 
 // fixKind is what Prepare does about a gap.
@@ -240,12 +353,12 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 			if !found {
 				p := fmt.Sprintf("%s has no %s named %s (index %s)", where, kindWord(ix.Kind), ix.IndexName, ix.Name)
 				if ix.Kind == spec.LSI {
-					add(gap{problem: p, refusal: p + ": DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
+					add(gap{kept: keptOf(ix.Name, ix.Kind, ix.Forms), problem: p, refusal: p + ": DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
 						"Declare the index type=gsi (keep= during a migration), or create a new table with the LSI and copy the items into it"})
 				} else if clash := attrClash(ix, base.AttributeDefinitions); clash != "" {
-					add(gap{problem: p, refusal: p + ": " + clash})
+					add(gap{problem: p, refusal: p + ": " + clash, kept: keptOf(ix.Name, ix.Kind, ix.Forms)})
 				} else {
-					add(gap{problem: p, fix: fixCreateGSI, table: baseName, index: ix})
+					add(gap{problem: p, fix: fixCreateGSI, table: baseName, index: ix, kept: keptOf(ix.Name, ix.Kind, ix.Forms)})
 				}
 				continue
 			}
@@ -285,7 +398,8 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 			return nil, err
 		}
 		if desc == nil {
-			add(gap{problem: fmt.Sprintf("table %s does not exist", it.Name), fix: fixCreateTable, table: it.Name, create: inputOf(it.Name)})
+			add(gap{problem: fmt.Sprintf("table %s does not exist", it.Name), fix: fixCreateTable, table: it.Name, create: inputOf(it.Name),
+				kept: keptOf(it.Index, spec.Table, it.Forms)})
 			continue
 		}
 		status(desc, it.Name)

@@ -60,6 +60,10 @@ type Index struct {
 	PK        Key
 	SK        *Key // nil when there is no sort key
 	Projection
+	// Forms are the index's forms: its declared type, then the kept one
+	// (keep=) when it keeps two. The GSI or LSI is the kept form when Kind
+	// is not Forms[0].
+	Forms []Kind
 }
 
 // KeyTable is a table's name and key: the base table's, an index table's,
@@ -69,6 +73,10 @@ type KeyTable struct {
 	Index string // the logical index name of an index table; "" otherwise
 	PK    Key
 	SK    *Key // nil when there is no sort key
+	// Forms are, for an index table, the index's forms: its declared
+	// type, then the kept one (keep=) when it keeps two; nil otherwise.
+	// The index table is the kept form when Forms[0] is not Table.
+	Forms []Kind
 }
 
 // Base is the base table.
@@ -141,6 +149,13 @@ type Tables struct {
 	Dropped []Dropped
 	// Sharded are the forms of the sharded indexes, in declaration order.
 	Sharded []Sharded
+	// Model is the base table's name as declared (before
+	// Options.TableName): the name a Router is asked with.
+	Model string
+	// Router is the Table's Options.Router (a ddbindex.Router), which
+	// picks the form that serves each read of an index that keeps two;
+	// nil when it has none, and every read goes to the declared type.
+	Router any
 }
 
 // KeySchema returns the key schema of a table or index keyed by pk and sk,
