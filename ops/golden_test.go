@@ -58,6 +58,17 @@ type Note struct {
 	Title  string             `dynamodbav:"title"  ddbindex:"by_author.sk"`
 }
 
+// NoteFlip moves Note's by_author GSI to an index table, under the logical
+// name writer (as if Note had declared writer,type=gsi,name=by_author),
+// without keeping the GSI: the plain flip.
+type NoteFlip struct {
+	_      ddbindex.TableSpec `ddbindex:"notes"`
+	_      ddbindex.IndexSpec `ddbindex:"writer,type=table"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Author string             `dynamodbav:"author" ddbindex:"writer.pk"`
+	Title  string             `dynamodbav:"title"  ddbindex:"writer.sk"`
+}
+
 // tickets are the test's data: three teams, open and closed, priorities
 // 1 to 3.
 func testTickets() []Ticket {
@@ -93,7 +104,7 @@ func newFixture(t *testing.T) *fixture {
 	prefix := ddbtest.Name(t, "") + "-"
 	f := &fixture{client: c, prefix: prefix, control: prefix + "control",
 		models: []ops.ModelDef{ops.Model[Ticket](), ops.Model[Note]()}}
-	for _, name := range []string{f.control, prefix + "tickets", prefix + "tickets-by_status", prefix + "notes"} {
+	for _, name := range []string{f.control, prefix + "tickets", prefix + "tickets-by_status", prefix + "notes", prefix + "notes-writer"} {
 		ddbtest.DeleteOnCleanup(t, c, name)
 	}
 	return f
@@ -239,6 +250,13 @@ func TestGolden(t *testing.T) {
 	f.golden(t, "check-missing", "", "check")
 	f.golden(t, "prepare-note", "", "prepare", "--model", "Note")
 	f.golden(t, "check-note", "", "check", "--model", "Note")
+	// The plain flip of an index whose GSI has a name of its own: check and
+	// prepare refuse it, naming the keep= (and gsi=) to declare instead,
+	// and prepare creates nothing.
+	flip := *f
+	flip.models = []ops.ModelDef{ops.Model[NoteFlip]()}
+	flip.golden(t, "check-flip-renamed-gsi", "", "check")
+	flip.golden(t, "refused-prepare-flip-renamed-gsi", "", "prepare")
 	tickets := f.ticketTable(t)
 	prepared := false
 	t.Run("prepare and check Ticket", func(t *testing.T) {
