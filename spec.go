@@ -59,9 +59,7 @@ func (t *Table[T]) spec() *spec.Tables {
 			SoftDelete: s.softDelete,
 		},
 	}
-	if t.opts.Router != nil { // no nil Router in an interface of its own
-		out.Router = t.opts.Router
-	}
+	out.Router = t.opts.Router // nil stays nil: a nil interface converts to a nil any
 	if s.softDelete {
 		out.TTL = append(out.TTL, t.TableName())
 	}

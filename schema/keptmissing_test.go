@@ -127,3 +127,12 @@ func TestCheckKeptIndexTableWrittenThrough(t *testing.T) {
 	assert.Contains(t, err.Error(), "its entries are written to it")
 	require.NoError(t, schema.Check(ctx, s0, c))
 }
+
+// An Error lists its warnings after its problems, each marked.
+func TestErrorWarningsText(t *testing.T) {
+	t.Parallel()
+	err := &schema.Error{Problems: []string{"table a does not exist"}, Warnings: []string{"table b has no GSI named c"}}
+	require.Equal(t, "ddbindex: the live schema does not match the declarations [DDBX-500]:\n  - table a does not exist\n  - (warning) table b has no GSI named c", err.Error())
+	require.Equal(t, "ddbindex: the live schema does not match the declarations [DDBX-500]:\n  - table a does not exist",
+		(&schema.Error{Problems: err.Problems}).Error(), "no warnings, no line")
+}
