@@ -76,9 +76,7 @@ func (t *Table[T]) spec() *spec.Tables {
 			})
 		case IndexTable:
 			name := t.tableOf(d)
-			kt := keyTableOf(name, d.name, d)
-			kt.Forms = forms
-			out.IndexTables = append(out.IndexTables, kt)
+			out.IndexTables = append(out.IndexTables, keyTableOf(name, d.name, d))
 			out.TTL = append(out.TTL, name)
 		}
 		if d.pk.shards > 0 {

@@ -146,12 +146,6 @@ func check[T any](ctx context.Context, op string, t *ddbindex.Table[T], api API,
 // the Table's writes or reads would go to it. why says, in words, for a
 // message. A router that cannot answer may send reads anywhere.
 func keptServed(ctx context.Context, ts *spec.Tables, k *keptForm) (served bool, why string) {
-	if k.kind == spec.Table {
-		// Unlike a GSI's or LSI's attributes, which live on the base items,
-		// an index table's entries are written to it: by the stream upkeep,
-		// or by every write with Options.WriteThrough.
-		return true, "its entries are written to it (by the stream upkeep, or by the Table's writes with Options.WriteThrough), and those writes fail"
-	}
 	declared := k.forms[0]
 	switch r := ts.Router.(type) {
 	case nil:
@@ -245,10 +239,13 @@ type keptForm struct {
 	forms []spec.Kind // the index's forms: the declared type, then kind
 }
 
-// keptOf returns the keptForm of the form of kind of an index with forms;
-// nil when that form is the declared one.
+// keptOf returns the keptForm of the GSI or LSI of kind of an index with
+// forms; nil when that form is the declared one. A kept index table has
+// none: unlike a GSI's or LSI's key attributes, which live on the base
+// items, its entries are written to it (by the stream upkeep, or with
+// Options.WriteThrough), so its absence is a problem whatever the reads do.
 func keptOf(index string, kind spec.Kind, forms []spec.Kind) *keptForm {
-	if len(forms) < 2 || forms[0] == kind {
+	if len(forms) < 2 || forms[0] == kind || kind == spec.Table {
 		return nil
 	}
 	return &keptForm{index: index, kind: kind, forms: forms}
@@ -398,8 +395,7 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 			return nil, err
 		}
 		if desc == nil {
-			add(gap{problem: fmt.Sprintf("table %s does not exist", it.Name), fix: fixCreateTable, table: it.Name, create: inputOf(it.Name),
-				kept: keptOf(it.Index, spec.Table, it.Forms)})
+			add(gap{problem: fmt.Sprintf("table %s does not exist", it.Name), fix: fixCreateTable, table: it.Name, create: inputOf(it.Name)})
 			continue
 		}
 		status(desc, it.Name)

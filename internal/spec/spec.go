@@ -73,10 +73,6 @@ type KeyTable struct {
 	Index string // the logical index name of an index table; "" otherwise
 	PK    Key
 	SK    *Key // nil when there is no sort key
-	// Forms are, for an index table, the index's forms: its declared
-	// type, then the kept one (keep=) when it keeps two; nil otherwise.
-	// The index table is the kept form when Forms[0] is not Table.
-	Forms []Kind
 }
 
 // Base is the base table.
