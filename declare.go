@@ -59,7 +59,11 @@ type TableSpec struct{}
 //	name=NAME           the physical name of the declared type's form: the GSI/LSI
 //	                    name, or the index table's name (default: the logical name
 //	                    for gsi/lsi, TABLE-LOGICAL for table)
-//	gsi=NAME, lsi=NAME, table=NAME  the physical name of that form, declared or kept
+//	gsi=NAME, lsi=NAME, table=NAME  the physical name of that form: declared,
+//	                    kept, or no longer kept (a form the index used to have,
+//	                    under a name of its own: schema.Check refuses a
+//	                    declaration that neither serves nor keeps a form that
+//	                    still exists, and looks for it under this name)
 //	pk=ATTR, sk=ATTR    the attributes that hold the composite (derived) key values
 //	                    (required for a composite GSI/LSI key; an index table defaults to _pk and _sk)
 //	project=all|keys|a|b|c  what the index projects (default all)
@@ -380,11 +384,6 @@ func (p *declParser) spec(sf reflect.StructField) error {
 		d.names[d.kind] = n
 		delete(d.names, noKind)
 	}
-	for kind := range d.names {
-		if kind != d.kind && kind != d.keep {
-			return p.fail(sf.Name, d.name, "%s= names a form the index neither is nor keeps (type=%s)", kind, d.kind)
-		}
-	}
 	return nil
 }
 
@@ -567,6 +566,16 @@ func (p *declParser) layouts() error {
 				return err
 			}
 			d.forms = append(d.forms, kept)
+		}
+		// gsi=, lsi= or table= of a form the index neither is nor keeps
+		// names where that form lived (schema.Check looks for it there):
+		// the index must be able to have it, under a valid name.
+		for _, kind := range []Kind{GSI, LSI, IndexTable} {
+			if _, named := d.names[kind]; named && kind != d.kind && kind != d.keep {
+				if _, err := layoutOf(d, kind); err != nil {
+					return err
+				}
+			}
 		}
 		s.indexes = append(s.indexes, d.forms...)
 	}

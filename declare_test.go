@@ -500,8 +500,21 @@ func TestDeclarationRulesIndexSpec(t *testing.T) {
 		ID string    `ddbindex:"pk;by_x.pk"`
 		T  string    `dynamodbav:"title"`
 	}
+	type badDroppedName struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=table,gsi=x!"`
+		ID string    `ddbindex:"pk;by_x.pk"`
+	}
+	type droppedLSINoSort struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=gsi,lsi=tickets-by-x"`
+		ID string    `ddbindex:"pk"`
+		S  string    `ddbindex:"by_x.pk"`
+	}
 	ixCheckRules(t, []ixRule{
 		{"missing type=", missingType{}, "_", "by_x", []string{"type= is missing"}},
+		{"bad physical name of a form no longer kept", badDroppedName{}, "", "by_x", []string{`"x!"`, "not a valid DynamoDB name"}},
+		{"a form no longer kept that the index cannot have", droppedLSINoSort{}, "S", "by_x", []string{"LSI shares the base table's partition key"}},
 		{"unknown type", badType{}, "_", "by_x", []string{"type=view", "not an index type"}},
 		{"no logical name", noName{}, "_", "", []string{"logical index name"}},
 		{"untagged IndexSpec", untagged{}, "_", "", []string{"IndexSpec field needs a ddbindex tag"}},

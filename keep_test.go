@@ -17,6 +17,7 @@ import (
 
 	"github.com/ddbindex/ddbindex/internal/bridge"
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/internal/spec"
 )
 
 // The steps of a GSI -> index table migration, one declaration each, on the
@@ -556,4 +557,51 @@ func TestReadEventCompare(t *testing.T) {
 	m, err = evs[0].compare(ctx, false)
 	require.NoError(t, err)
 	assert.Nil(t, m)
+}
+
+// kpFlipNamed is kpStep3 naming where the GSI of an older declaration was
+// (gsi= without keep=): the model does not keep it, and the description
+// says where schema.Check must look for it.
+type kpFlipNamed struct {
+	_       TableSpec `ddbindex:"kp-tickets"`
+	_       IndexSpec `ddbindex:"by_status,type=table,gsi=kp-tickets-by-status"`
+	ID      string    `dynamodbav:"id" ddbindex:"pk"`
+	Team    string    `dynamodbav:"team" ddbindex:"by_status.pk"`
+	Status  string    `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Created int64     `dynamodbav:"created" ddbindex:"by_status.sk:1"`
+}
+
+func TestDroppedFormNamed(t *testing.T) {
+	s, err := schemaFor(reflect.TypeFor[kpFlipNamed]())
+	require.NoError(t, err)
+	d := s.byName["by_status"]
+	require.Len(t, d.decl.forms, 1, "gsi= without keep= keeps no GSI")
+	require.Len(t, s.indexes, 1, "nothing writes the GSI")
+	tb, err := New[kpFlipNamed](nil)
+	require.NoError(t, err)
+	ts, err := bridge.Tables(tb)
+	require.NoError(t, err)
+	var gsi *spec.Dropped
+	for _, dr := range ts.Dropped {
+		if dr.Kind == spec.GSI {
+			gsi = &dr
+		}
+	}
+	require.NotNil(t, gsi)
+	assert.Equal(t, "kp-tickets-by-status", gsi.IndexName)
+	assert.True(t, gsi.Named)
+	assert.Equal(t, spec.Key{Attr: "team", Type: types.ScalarAttributeTypeS}, gsi.PK)
+	require.NotNil(t, gsi.SK)
+	assert.Equal(t, "_sk", gsi.SK.Attr)
+
+	tb3, err := New[kpStep3](nil)
+	require.NoError(t, err)
+	ts3, err := bridge.Tables(tb3)
+	require.NoError(t, err)
+	for _, dr := range ts3.Dropped {
+		if dr.Kind == spec.GSI {
+			assert.Equal(t, "by_status", dr.IndexName, "the default name")
+			assert.False(t, dr.Named, "the GSI may have had another name")
+		}
+	}
 }

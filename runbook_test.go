@@ -718,6 +718,7 @@ func (f *rbFleet) check(phase string, fleet []rbInstance, skip ...ddbindex.Kind)
 		if inst.shadows() && len(inst.forms()) == 2 {
 			require.Greater(t, after.Compared, before[i].Compared, "%s: %s instance: its shadow reads compared pages", phase, inst.decl())
 			require.Equal(t, before[i].Skipped, after.Skipped, "%s: %s instance: no shadow read skipped", phase, inst.decl())
+			require.Equal(t, before[i].Failed, after.Failed, "%s: %s instance: no shadow read failed", phase, inst.decl())
 		}
 	}
 	f.mu.Lock()
@@ -762,11 +763,12 @@ func (f *rbFleet) figures(direction string) {
 		kinds[m.Kind]++
 	}
 	f.mu.Unlock()
-	var shadowed, skipped, transient, persistent int64
+	var shadowed, skipped, failed, transient, persistent int64
 	for _, inst := range f.opened {
 		r := inst.shadowStats()
 		shadowed += r.Compared
 		skipped += r.Skipped
+		failed += r.Failed
 		transient += r.Transient
 		persistent += r.Persistent
 	}
@@ -775,8 +777,8 @@ func (f *rbFleet) figures(direction string) {
 	}
 	f.t.Logf("%s: %d writes by %d instances started two at a time through the steps, a roll-back and forward again, %d route changes; "+
 		"%d partition reads during the writes (%d pages), %d after them (%d pages), every one exact; "+
-		"%d pages shadowed (%d skipped): during the writes %d transient and %d persistent mismatches (%v), after them none",
-		direction, f.ops, len(f.opened), f.routeChanges, f.roundReads, f.roundPages, f.reads, f.pages, shadowed, skipped, transient, persistent, kinds)
+		"%d pages shadowed (%d skipped, %d shadow reads failed): during the writes %d transient and %d persistent mismatches (%v), after them none",
+		direction, f.ops, len(f.opened), f.routeChanges, f.roundReads, f.roundPages, f.reads, f.pages, shadowed, skipped, failed, transient, persistent, kinds)
 }
 
 // rbWaitCap bounds rbWaitGone and rbWaitNoGSI. The local servers delete at

@@ -52,21 +52,27 @@ func (t *Table[T]) spec() *spec.Tables {
 	s := t.s
 	out := &spec.Tables{
 		TTLAttr: t.opts.TTLAttr,
+		Model:   s.table,
 		Base: spec.Base{
 			KeyTable:   keyTableOf(t.TableName(), "", s.base),
 			Stream:     t.hasIndexTables() && !t.opts.WriteThrough,
 			SoftDelete: s.softDelete,
 		},
 	}
+	out.Router = t.opts.Router // nil stays nil: a nil interface converts to a nil any
 	if s.softDelete {
 		out.TTL = append(out.TTL, t.TableName())
 	}
 	for _, d := range s.indexes {
+		forms := make([]spec.Kind, len(d.decl.forms))
+		for i, f := range d.decl.forms {
+			forms[i] = specKind(f.kind)
+		}
 		switch d.kind {
 		case GSI, LSI:
 			pk, sk := keysOf(d)
 			out.Base.Indexes = append(out.Base.Indexes, spec.Index{
-				Name: d.name, Kind: specKind(d.kind), IndexName: d.index, PK: pk, SK: sk, Projection: d.projection(),
+				Name: d.name, Kind: specKind(d.kind), IndexName: d.index, PK: pk, SK: sk, Projection: d.projection(), Forms: forms,
 			})
 		case IndexTable:
 			name := t.tableOf(d)
@@ -107,8 +113,11 @@ func (t *Table[T]) droppedForms() []spec.Dropped {
 			if err != nil {
 				continue // the declaration cannot be this kind, so it never was
 			}
+			_, named := d.decl.names[k]
+			pk, sk := keysOf(gone)
 			out = append(out, spec.Dropped{
 				Index: d.name, Declared: specKind(d.kind), Kind: specKind(k), Table: t.tableOf(gone), IndexName: gone.index,
+				Named: named, PK: pk, SK: sk,
 			})
 		}
 	}

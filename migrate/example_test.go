@@ -197,7 +197,7 @@ func ExampleShadows() {
 	}
 	fmt.Printf("%+v\n", shadows.Stats())
 	// Output:
-	// {Compared:3 Equal:3 Transient:0 Persistent:0 Skipped:0 Waiting:0}
+	// {Compared:3 Equal:3 Transient:0 Persistent:0 Skipped:0 Waiting:0 Failed:0}
 }
 
 // Compare reads a whole query on both forms of an index, page by page, and

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -82,6 +83,25 @@ func (r Route) pick(pk string, forms [2]ddbindex.Kind) (ddbindex.Kind, bool) {
 	return forms[0], true
 }
 
+// reaches reports whether r, a route of an index with the given forms that
+// names one of them, may send a partition to form.
+func (r Route) reaches(form ddbindex.Kind) bool {
+	if r.To == form {
+		return len(r.Partitions) > 0 || r.Percent > 0
+	}
+	return r.Percent < 100
+}
+
+// mayRoute answers FormRouter's question (see [Routes.MayRoute]) for an
+// index whose route is r (ok false: none): nil when r does not decide it.
+func mayRoute(r Route, ok bool, form ddbindex.Kind, forms [2]ddbindex.Kind) *bool {
+	if !ok || (r.To != forms[0] && r.To != forms[1]) {
+		return nil
+	}
+	may := r.reaches(form)
+	return &may
+}
+
 // Routes are static routes, by "TABLE/INDEX": the model's base table as
 // declared (before Options.TableName) and the logical index. It is a
 // [ddbindex.Router]; set it as Options.Router, or as a Router's Fallback.
@@ -104,6 +124,21 @@ func (rs Routes) Route(table, index, partition string, forms [2]ddbindex.Kind) (
 		return 0, false
 	}
 	return r.pick(partition, forms)
+}
+
+// MayRoute reports whether rs may send a read of index (of table, the
+// base table as declared) to form, for an index whose forms are forms (the
+// declared type, then the kept one): false when the index's route sends
+// every partition elsewhere, or when it has no route (or one to a form it
+// does not keep) and form is not the declared type. It implements
+// schema.FormRouter, which schema.CheckWithWarnings asks about a kept form
+// that does not exist. It never fails.
+func (rs Routes) MayRoute(_ context.Context, table, index string, form ddbindex.Kind, forms [2]ddbindex.Kind) (bool, error) {
+	r, ok := rs[table+"/"+index]
+	if may := mayRoute(r, ok, form, forms); may != nil {
+		return *may, nil
+	}
+	return form == forms[0], nil
 }
 
 // Validate reports whether every key of rs names a table and an index

@@ -236,6 +236,37 @@ func (r *Router) Route(table, index, partition string, forms [2]ddbindex.Kind) (
 	return 0, false
 }
 
+// MayRoute reports whether r may send a read of index (of table, the base
+// table as declared) to form, for an index whose forms are forms (the
+// declared type, then the kept one). It reads the fleet's routes of table
+// from the control table now (as [Router.Routes], with
+// RouterOptions.ClientOptions), since every instance of the fleet routes by
+// them: a route of the index that names one of its forms answers; else
+// the Fallback does (a Fallback that is no schema.FormRouter may send reads
+// anywhere: true), and without one, reads go to the declared type. It
+// implements schema.FormRouter, which schema.CheckWithWarnings asks about a
+// kept form that does not exist. A failed read of the control table is
+// returned as Routes returns it.
+func (r *Router) MayRoute(ctx context.Context, table, index string, form ddbindex.Kind, forms [2]ddbindex.Kind) (bool, error) {
+	routes, err := r.Routes(ctx, table)
+	if err != nil {
+		return false, err
+	}
+	rt, ok := routes[index]
+	if may := mayRoute(rt, ok, form, forms); may != nil {
+		return *may, nil
+	}
+	switch fb := r.o.Fallback.(type) {
+	case nil:
+		return form == forms[0], nil
+	case interface {
+		MayRoute(ctx context.Context, table, index string, form ddbindex.Kind, forms [2]ddbindex.Kind) (bool, error)
+	}:
+		return fb.MayRoute(ctx, table, index, form, forms)
+	}
+	return true, nil
+}
+
 // learn adds table to the tables whose routes refreshes read.
 func (r *Router) learn(table string) {
 	r.mu.Lock()

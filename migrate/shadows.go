@@ -56,6 +56,14 @@ type ShadowOptions struct {
 	// OnMismatch receives each mismatch the re-check confirms (persistent),
 	// on the comparison's goroutine.
 	OnMismatch func(Mismatch)
+	// OnError receives the error of each shadow read that failed (the
+	// comparison's read of the other form, or its re-check), on the
+	// comparison's goroutine: a form that was dropped, a table that does
+	// not exist, throttling the SDK's retries did not overcome. The error
+	// is a [*ddbindex.Error] as the Table's own reads return them (a failed
+	// call to DynamoDB matches [ddbindex.ErrDynamoDB]). A read cut short
+	// because Shadows was closed is no failure and does not reach it.
+	OnError func(error)
 	// MeterProvider receives the metrics ddbindex.migration.shadow_reads and
 	// ddbindex.migration.mismatches. Default: none.
 	MeterProvider metric.MeterProvider
@@ -69,17 +77,22 @@ type ShadowStats struct {
 	// Compared counts the pages compared: Equal found the forms equal,
 	// Transient found a mismatch that the re-check no longer found (a GSI
 	// catching up), Persistent one it found again (OnMismatch received
-	// it); the rest could not be re-checked (the re-check's read failed, or
-	// the comparison timed out).
+	// it); the rest could not be re-checked (the re-check's read failed,
+	// which Failed counts too, or Shadows was closed meanwhile).
 	Compared, Equal, Transient, Persistent int64
 	// Skipped counts the pages sampled but not compared: for want of
-	// concurrency or read units, because Shadows was closed, or because
-	// the shadow read failed.
+	// concurrency or read units, or because Shadows was closed.
 	Skipped int64
 	// Waiting counts the pages sampled but not compared because the
 	// control table does not record yet that the index table's backfill
 	// finished (see ShadowOptions.Router).
 	Waiting int64
+	// Failed counts the shadow reads that failed (OnError received each
+	// error): a page whose read of the other form failed, which is not
+	// compared, and a compared page whose re-check failed. A read that
+	// fails on every page says the other form cannot be read: dropped, not
+	// yet created, or refused.
+	Failed int64
 }
 
 // Shadows is a [ddbindex.ReadObserver] that shadows a sampled share of the
@@ -143,7 +156,7 @@ func NewShadows(o ShadowOptions) (*Shadows, error) {
 		o.Timeout = 30 * time.Second
 	}
 	s := &Shadows{o: o, sleep: sleepCtx, idle: make(chan struct{}),
-		shadowReads: counter(o.MeterProvider, "ddbindex.migration.shadow_reads", "{read}", "Shadow reads sampled, compared or skipped"),
+		shadowReads: counter(o.MeterProvider, "ddbindex.migration.shadow_reads", "{read}", "Shadow reads sampled: compared, skipped, or failed"),
 		mismatches:  counter(o.MeterProvider, "ddbindex.migration.mismatches", "{mismatch}", "Shadow comparisons that found the forms different"),
 		tracer:      tracer(o.TracerProvider),
 	}
@@ -248,14 +261,19 @@ func (s *Shadows) skip(ctx context.Context, ev ddbindex.ReadEvent) {
 }
 
 // compare compares the page, and re-checks a mismatch after Recheck. It
-// returns the outcome, for the comparison's span: "skipped", "equal",
-// "transient", "persistent", or "unconfirmed" when the re-check could not
-// run.
+// returns the outcome, for the comparison's span: "skipped", "failed" (the
+// read of the other form, or the re-check's, failed), "equal",
+// "transient", "persistent", or "unconfirmed" when Shadows was closed
+// before the re-check ended.
 func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent, compare func(context.Context, bool) (*Mismatch, error)) string {
 	first, err := compare(ctx, false)
 	if err != nil {
-		s.skip(ctx, ev)
-		return "skipped"
+		if s.closing() {
+			s.skip(ctx, ev)
+			return "skipped"
+		}
+		s.fail(ctx, ev, err)
+		return "failed"
 	}
 	s.count(func(st *ShadowStats) { st.Compared++ })
 	s.record(ctx, ev, "compared")
@@ -268,7 +286,11 @@ func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent, compare fu
 	}
 	again, err := compare(ctx, true)
 	if err != nil {
-		return "unconfirmed"
+		if s.closing() {
+			return "unconfirmed"
+		}
+		s.fail(ctx, ev, err)
+		return "failed"
 	}
 	if again == nil {
 		s.count(func(st *ShadowStats) { st.Transient++ })
@@ -281,6 +303,20 @@ func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent, compare fu
 		s.o.OnMismatch(*again)
 	}
 	return "persistent"
+}
+
+// closing reports whether Close canceled the comparisons: a read that
+// failed then was cut short, and did not fail on its own.
+func (s *Shadows) closing() bool { return s.base.Err() != nil }
+
+// fail counts a shadow read that failed, and hands its error to OnError.
+func (s *Shadows) fail(ctx context.Context, ev ddbindex.ReadEvent, err error) {
+	s.count(func(st *ShadowStats) { st.Failed++ })
+	add(ctx, s.shadowReads, attrTable.String(ev.Table), attrIndex.String(ev.Index), attrForm.String(ev.Other.String()),
+		attrOperation.String("Shadow"), attrShadow.String("failed"), attrErrorType.String(errorType(err)))
+	if s.o.OnError != nil {
+		s.o.OnError(err)
+	}
 }
 
 func (s *Shadows) count(fn func(*ShadowStats)) {

@@ -73,7 +73,7 @@ type table interface {
 	baseTable() string
 	controlTable() string
 	indexes() []ddbindex.IndexInfo
-	check(ctx context.Context, api schema.API) error
+	check(ctx context.Context, api schema.API) ([]string, error)
 	prepare(ctx context.Context, api schema.PrepareAPI, optFns ...func(*schema.PrepareOptions)) (schema.Report, error)
 	backfill(ctx context.Context, api migrate.ScanAPI, index string, optFns ...func(*migrate.BackfillOptions)) (migrate.BackfillStats, error)
 	compare(ctx context.Context, q query) (*migrate.Comparison, error)
@@ -162,27 +162,28 @@ func (x *tableOf[T]) controlTable() string          { return x.control }
 func (x *tableOf[T]) indexes() []ddbindex.IndexInfo { return x.t.Indexes() }
 
 // check checks the model's tables, and its control table when it has one,
-// and reports the problems of both in one *schema.Error.
-func (x *tableOf[T]) check(ctx context.Context, api schema.API) error {
-	err := schema.Check(ctx, x.t, api)
+// and reports the problems of both in one *schema.Error, and the model's
+// warnings (schema.CheckWithWarnings).
+func (x *tableOf[T]) check(ctx context.Context, api schema.API) ([]string, error) {
+	warnings, err := schema.CheckWithWarnings(ctx, x.t, api)
 	if x.control == "" {
-		return err
+		return warnings, err
 	}
 	var se *schema.Error
 	if err != nil && !errors.As(err, &se) {
-		return err
+		return warnings, err
 	}
 	cerr := schema.CheckControlTable(ctx, x.control, api)
 	var ce *schema.Error
 	switch {
 	case cerr == nil:
-		return err
+		return warnings, err
 	case !errors.As(cerr, &ce):
-		return cerr
+		return warnings, cerr
 	case se == nil:
-		return cerr
+		return warnings, &schema.Error{Problems: ce.Problems, Warnings: warnings}
 	}
-	return &schema.Error{Problems: append(slices.Clone(se.Problems), ce.Problems...)}
+	return warnings, &schema.Error{Problems: append(slices.Clone(se.Problems), ce.Problems...), Warnings: warnings}
 }
 
 // prepare prepares the model's tables, and its control table when it has

@@ -38,18 +38,20 @@ func runCheck(e *env, args []string) error {
 	}
 	bad := 0
 	for _, t := range ts {
-		err := t.check(e.ctx, e.api())
+		warnings, err := t.check(e.ctx, e.api())
 		var se *schema.Error
 		switch {
 		case err == nil:
 			fmt.Fprintf(e.stdout, "%s: ok, the live tables match the declarations\n", t.name())
 			writeTables(e.stdout, "  ", t)
+			writeWarnings(e.stdout, warnings)
 		case errors.As(err, &se):
 			bad++
 			fmt.Fprintf(e.stdout, "%s: the live tables do not match the declarations (%s):\n", t.name(), ddbindex.Code(err))
 			for _, p := range se.Problems {
 				fmt.Fprintf(e.stdout, "  - %s\n", p)
 			}
+			writeWarnings(e.stdout, warnings)
 		default:
 			return fmt.Errorf("checking %s: %w", t.name(), err)
 		}
@@ -58,6 +60,13 @@ func runCheck(e *env, args []string) error {
 		return found
 	}
 	return nil
+}
+
+// writeWarnings lists what check accepts but reports, a line each.
+func writeWarnings(w io.Writer, warnings []string) {
+	for _, s := range warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
+	}
 }
 
 // writeTables lists where t's base table and indexes live, a line each

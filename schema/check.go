@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +28,9 @@ import (
 // and the base table of a softdelete model), when index tables are kept
 // from the stream (no Options.WriteThrough), a base table without a
 // NEW_AND_OLD_IMAGES stream, a form of an index that exists but is neither
-// declared nor kept (see keep= in ddbindex.IndexSpec), and, when api can
+// declared nor kept (see keep= in ddbindex.IndexSpec: a GSI or LSI is
+// found under the name gsi= or lsi= gives it, else under its default name
+// or, when an older declaration renamed it, by its key schema), and, when api can
 // Scan as well (as a *dynamodb.Client can), a sharded
 // index whose entries were written under another shards= (it reads up to 8
 // entries of each form: an index keeps its key schema when its number of
@@ -43,9 +44,14 @@ import (
 //
 // [Prepare] closes the gaps it can: it creates missing tables and GSIs,
 // waits for a GSI that is not ACTIVE, and enables the stream and TTL. It
-// never deletes, so a form no longer kept stays reported here until it is
-// dropped by hand; and keys or projections that differ, a missing LSI, or a
-// stream or TTL set up otherwise need a decision Prepare does not make.
+// never deletes, so a form no longer kept stays reported here (and refused
+// by Prepare) until it is dropped by hand; and keys or projections that
+// differ, a missing LSI, or a stream or TTL set up otherwise need a
+// decision Prepare does not make.
+//
+// A kept GSI or LSI that does not exist is a problem when a read of t may
+// go to it; when none may (the last step of a migration, once the old GSI
+// is dropped), Check accepts it: [CheckWithWarnings] says which, and why.
 //
 // Check looks at the model's tables only: the control table is no model's
 // (see [ControlTableInput]). [CheckControlTable] checks it, [Prepare]
@@ -53,40 +59,121 @@ import (
 // migrate.Router over a missing one reports each failed read (Router.Err,
 // RouterOptions.OnError).
 func Check[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*dynamodb.Options)) error {
-	const op = "Check"
+	_, err := check(ctx, "Check", t, api, optFns)
+	return err
+}
+
+// CheckWithWarnings is [Check], which it runs, and returns besides what
+// Check accepts but reports, one sentence each: a kept GSI or LSI (keep=
+// in ddbindex.IndexSpec) that does not exist and that no read of this
+// Table goes to. That is the last step of a migration, between the drop of
+// the old GSI and the deploy of the declaration without keep=: an instance
+// still keeping it writes its key attributes on the items, as ever, and
+// reads nothing from it, so it misses nothing. Whether reads go to it is
+// the Table's Options.Router's to say: without one every read goes to the
+// declared type; a [FormRouter] (package migrate's Routes and Router) is
+// asked; any other Router may send reads anywhere, and the missing form is
+// a problem. A missing kept index table is always a problem: its entries
+// are written to it (by the stream upkeep, or with Options.WriteThrough),
+// and those writes would fail.
+//
+// Its errors are Check's. A FormRouter that fails to answer (a control
+// table it cannot read) may send reads anywhere: the missing form is a
+// problem, whose sentence holds the router's error. Nothing is asked while
+// the base table does not exist. The warnings come with a nil error, and
+// in the [*Error] (Error.Warnings) when Check finds problems as well.
+func CheckWithWarnings[T any](ctx context.Context, t *ddbindex.Table[T], api API, optFns ...func(*dynamodb.Options)) ([]string, error) {
+	return check(ctx, "CheckWithWarnings", t, api, optFns)
+}
+
+// FormRouter is a ddbindex.Router that can say whether it may send reads
+// of an index to a form: package migrate's Routes and Router are.
+// [CheckWithWarnings] asks the Table's Options.Router, when it is one,
+// about each kept form that does not exist.
+type FormRouter interface {
+	// MayRoute reports whether the router may send a read of index (of
+	// the base table as declared, table) to form, for an index whose forms
+	// are forms (the declared type, then the kept one), by the routes in
+	// force when it is called: false when it sends every read elsewhere.
+	MayRoute(ctx context.Context, table, index string, form ddbindex.Kind, forms [2]ddbindex.Kind) (bool, error)
+}
+
+// check is Check and CheckWithWarnings, as op.
+func check[T any](ctx context.Context, op string, t *ddbindex.Table[T], api API, optFns []func(*dynamodb.Options)) ([]string, error) {
 	ts, err := tablesOf(t, ddbindex.ErrInvalidQuery, op)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if isNil(api) {
-		return invalid(ddbindex.ErrInvalidQuery, op, "no API (a nil client) to describe the tables with")
+		return nil, invalid(ddbindex.ErrInvalidQuery, op, "no API (a nil client) to describe the tables with")
 	}
 	if err := checkClientOptions(ddbindex.ErrInvalidQuery, op, "client option", optFns); err != nil {
-		return err
+		return nil, err
 	}
 	sv, err := survey(ctx, ts, "", apiCalls{api}, optFns)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var problems []string
+	var problems, warnings []string
 	for _, g := range sv.gaps {
-		if g.problem != "" {
+		switch {
+		case g.problem == "":
+		case g.kept != nil && sv.base != nil:
+			if served, why := keptServed(ctx, ts, g.kept); served {
+				problems = append(problems, g.problem+": "+why)
+			} else {
+				warnings = append(warnings, fmt.Sprintf("%s, the %s form that index %s keeps (keep=%s), but %s: no read misses it (writes keep its key attributes on the items). "+
+					"Prepare creates it at the start of a migration; at its end, declare the index without keep=%s once no instance of the fleet reads that form",
+					g.problem, g.kept.kind, g.kept.index, g.kept.kind, why, g.kept.kind))
+			}
+		default:
 			problems = append(problems, g.problem)
 		}
 	}
 	addf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if err := checkDropped(ts, sv.base, sv.lookup, addf); err != nil {
-		return err
-	}
 	if sc, ok := api.(scanAPI); ok {
 		if err := checkShards(ctx, ts, scanCalls{sc}, addf, optFns); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(problems) > 0 {
-		return &Error{Problems: problems}
+		return warnings, &Error{Problems: problems, Warnings: warnings}
 	}
-	return nil
+	return warnings, nil
+}
+
+// keptServed says whether a kept form that does not exist is served: whether
+// the Table's writes or reads would go to it. why says, in words, for a
+// message. A router that cannot answer may send reads anywhere.
+func keptServed(ctx context.Context, ts *spec.Tables, k *keptForm) (served bool, why string) {
+	declared := k.forms[0]
+	switch r := ts.Router.(type) {
+	case nil:
+		return false, fmt.Sprintf("the Table has no Options.Router, so every read of the index goes to its declared %s form", declared)
+	case FormRouter:
+		forms := [2]ddbindex.Kind{kindOf(k.forms[0]), kindOf(k.forms[1])}
+		may, err := r.MayRoute(ctx, ts.Model, k.index, kindOf(k.kind), forms)
+		switch {
+		case err != nil:
+			return true, fmt.Sprintf("Options.Router could not say whether it sends reads of the index to it (%v), and they would fail", err)
+		case may:
+			return true, fmt.Sprintf("Options.Router may send reads of the index to it, and they would fail: route every read to the %s form first (migrate.SetRoute, Percent 100)", declared)
+		}
+		return false, fmt.Sprintf("Options.Router sends every read of the index to its %s form", declared)
+	default:
+		return true, fmt.Sprintf("Options.Router (a %T, no schema.FormRouter) may send reads of the index to it, and they would fail", r)
+	}
+}
+
+// kindOf is k as package ddbindex names it.
+func kindOf(k spec.Kind) ddbindex.Kind {
+	switch k {
+	case spec.GSI:
+		return ddbindex.GSI
+	case spec.LSI:
+		return ddbindex.LSI
+	}
+	return ddbindex.IndexTable
 }
 
 // CheckControlTable checks the control table named name (see
@@ -140,6 +227,28 @@ type gap struct {
 	table   string                     // the physical table the fix changes or waits for
 	index   *spec.Index                // the GSI of fixCreateGSI and fixWaitGSI
 	create  *dynamodb.CreateTableInput // the table of fixCreateTable
+	// kept is set when the gap is a kept form (keep=) that does not exist:
+	// Check tells one that no read is sent to from one that is served.
+	kept *keptForm
+}
+
+// keptForm is a kept form of an index, as Check asks the routing about it.
+type keptForm struct {
+	index string      // the logical index name
+	kind  spec.Kind   // the kept form's kind
+	forms []spec.Kind // the index's forms: the declared type, then kind
+}
+
+// keptOf returns the keptForm of the GSI or LSI of kind of an index with
+// forms; nil when that form is the declared one. A kept index table has
+// none: unlike a GSI's or LSI's key attributes, which live on the base
+// items, its entries are written to it (by the stream upkeep, or with
+// Options.WriteThrough), so its absence is a problem whatever the reads do.
+func keptOf(index string, kind spec.Kind, forms []spec.Kind) *keptForm {
+	if len(forms) < 2 || forms[0] == kind || kind == spec.Table {
+		return nil
+	}
+	return &keptForm{index: index, kind: kind, forms: forms}
 }
 
 // fixKind is what Prepare does about a gap.
@@ -241,12 +350,12 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 			if !found {
 				p := fmt.Sprintf("%s has no %s named %s (index %s)", where, kindWord(ix.Kind), ix.IndexName, ix.Name)
 				if ix.Kind == spec.LSI {
-					add(gap{problem: p, refusal: p + ": DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
+					add(gap{kept: keptOf(ix.Name, ix.Kind, ix.Forms), problem: p, refusal: p + ": DynamoDB creates an LSI only with its table (CreateTable), never on an existing one. " +
 						"Declare the index type=gsi (keep= during a migration), or create a new table with the LSI and copy the items into it"})
 				} else if clash := attrClash(ix, base.AttributeDefinitions); clash != "" {
-					add(gap{problem: p, refusal: p + ": " + clash})
+					add(gap{problem: p, refusal: p + ": " + clash, kept: keptOf(ix.Name, ix.Kind, ix.Forms)})
 				} else {
-					add(gap{problem: p, fix: fixCreateGSI, table: baseName, index: ix})
+					add(gap{problem: p, fix: fixCreateGSI, table: baseName, index: ix, kept: keptOf(ix.Name, ix.Kind, ix.Forms)})
 				}
 				continue
 			}
@@ -294,6 +403,11 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 		if err := ttl("index table", it.Name, "tombstones"); err != nil {
 			return nil, err
 		}
+	}
+	// A form no longer kept is no gap Prepare closes: it never deletes, and
+	// what the fleet reads is the operator's to decide.
+	if err := checkDropped(ts, base, sv.lookup, unfixable); err != nil {
+		return nil, err
 	}
 	if control != "" {
 		if err := sv.control(control); err != nil {
@@ -360,26 +474,67 @@ func attrClash(ix *spec.Index, defs []types.AttributeDefinition) string {
 // declaration neither serves nor keeps: the plain flip from type=gsi to
 // type=table (or back). Instances still running the old declaration read
 // that form, and this one stops writing it, so they would miss every item it
-// writes or changes from now on.
+// writes or changes from now on. A GSI or LSI is looked for under the name
+// the declaration gives it (gsi=, lsi=), else under its default name and,
+// since an older declaration may have named it (name=), as any GSI or LSI
+// keyed as the form would be that no declared or kept form is.
 func checkDropped(ts *spec.Tables, base *types.TableDescription, lookup func(string) (*types.TableDescription, error), addf func(string, ...any)) error {
 	for _, dr := range ts.Dropped {
-		exists := false
+		var found []string // the physical names of the form that exist
 		if dr.Kind == spec.Table {
 			desc, err := lookup(dr.Table)
 			if err != nil {
 				return err
 			}
-			exists = desc != nil
+			if desc != nil {
+				found = append(found, dr.Table)
+			}
 		} else if base != nil {
-			_, _, _, exists = findIndex(base, dr.Kind, dr.IndexName)
+			if _, _, _, ok := findIndex(base, dr.Kind, dr.IndexName); ok {
+				found = append(found, dr.IndexName)
+			} else if !dr.Named {
+				found = renamedForms(ts, base, dr)
+			}
 		}
-		if exists {
+		for _, name := range found {
+			keep := fmt.Sprintf("type=%s,keep=%s", dr.Declared, dr.Kind)
+			if dr.Kind != spec.Table && name != dr.Index {
+				keep += fmt.Sprintf(",%s=%s", dr.Kind, name) // its physical name, which the default does not give
+			}
 			addf("index %s is declared type=%s, but its %s form %s still exists and is no longer kept: instances that still read it would miss every write from now on. "+
-				"Declare type=%s,keep=%s until no instance reads that form (docs/migration.md), then drop it",
-				dr.Index, dr.Declared, dr.Kind, cmp.Or(dr.IndexName, dr.Table), dr.Declared, dr.Kind)
+				"Declare %s until no instance reads that form (docs/migration.md), then drop it",
+				dr.Index, dr.Declared, dr.Kind, name, keep)
 		}
 	}
 	return nil
+}
+
+// renamedForms returns the names of the GSIs or LSIs (dr.Kind) of base
+// keyed as dropped form dr would be (attribute names and types), that no
+// declared or kept form of the model is: dr's form under a name an older
+// declaration gave it.
+func renamedForms(ts *spec.Tables, base *types.TableDescription, dr spec.Dropped) []string {
+	var out []string
+	consider := func(name string, ks []types.KeySchemaElement) {
+		if slices.ContainsFunc(ts.Base.Indexes, func(ix spec.Index) bool { return ix.Kind == dr.Kind && ix.IndexName == name }) {
+			return
+		}
+		var problems int
+		checkKeys(func(string, ...any) { problems++ }, "", dr.PK, dr.SK, ks, base.AttributeDefinitions)
+		if problems == 0 {
+			out = append(out, name)
+		}
+	}
+	if dr.Kind == spec.GSI {
+		for _, g := range base.GlobalSecondaryIndexes {
+			consider(aws.ToString(g.IndexName), g.KeySchema)
+		}
+	} else {
+		for _, l := range base.LocalSecondaryIndexes {
+			consider(aws.ToString(l.IndexName), l.KeySchema)
+		}
+	}
+	return out
 }
 
 // findIndex returns a GSI's or LSI's key schema, projection and status (a

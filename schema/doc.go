@@ -13,6 +13,8 @@
 //   - [Check] compares the declarations with the live tables and reports
 //     every difference in one [*Error] (ddbindex.ErrSchemaMismatch,
 //     DDBX-500): run it at start-up, or in a deployment pipeline.
+//     [CheckWithWarnings] returns besides what it accepts but reports (a
+//     kept GSI, dropped at the end of a migration, that no read goes to).
 //     [CheckControlTable] does the same for the control table.
 //   - [Prepare] brings existing tables to what the declarations need: it
 //     creates what is missing (tables, GSIs), enables the stream and TTL,

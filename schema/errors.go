@@ -19,6 +19,10 @@ import (
 type Error struct {
 	// Problems are the differences, one sentence each.
 	Problems []string
+	// Warnings are what [CheckWithWarnings] accepts but reports, one
+	// sentence each (a kept form that does not exist and that no read goes
+	// to), when it finds problems as well.
+	Warnings []string
 	// intro replaces the opening words of the text; "" for Check's.
 	intro string
 }
@@ -28,9 +32,13 @@ func (e *Error) Error() string {
 	if e == nil {
 		return ddbindex.ErrSchemaMismatch.Error()
 	}
-	return fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
+	s := fmt.Sprintf("ddbindex: %s [%s]:\n  - %s",
 		cmp.Or(e.intro, "the live schema does not match the declarations"),
 		e.Code(), strings.Join(e.Problems, "\n  - "))
+	for _, w := range e.Warnings {
+		s += "\n  - (warning) " + w
+	}
+	return s
 }
 
 // Is makes Error match [ddbindex.ErrSchemaMismatch].

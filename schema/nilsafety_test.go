@@ -32,6 +32,7 @@ func TestNilSafety(t *testing.T) {
 		Err:    func(err error) bool { return ddbindex.Code(err) != "" },
 	}
 	w.Walk(t, schema.Check[nilDoc])
+	w.Walk(t, schema.CheckWithWarnings[nilDoc])
 	w.Walk(t, schema.CreateTables[nilDoc])
 	w.Walk(t, schema.CreateTableInputs[nilDoc])
 	w.Walk(t, schema.ControlTableInput)

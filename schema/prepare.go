@@ -140,10 +140,13 @@ func (r Report) Changed() bool {
 // Prepare first surveys every table, and changes nothing when it finds a gap
 // it cannot close: keys or a projection that differ from the declarations,
 // a missing LSI (DynamoDB adds LSIs only with their table), a stream with
-// another view type, TTL on another attribute, a table or GSI being deleted.
+// another view type, TTL on another attribute, a table or GSI being deleted,
+// a form of an index that still exists but that the declaration neither
+// serves nor keeps (the plain flip of type=, which [Check] reports too).
 // It then returns an [*Error] ([ddbindex.ErrSchemaMismatch]) listing them
 // all. It never deletes anything: a form of an index that is no longer kept
-// stays, and [Check] goes on reporting it.
+// stays, and Check and Prepare go on refusing the declaration until it is
+// dropped.
 //
 // When a later step fails (a DynamoDB error, a server that accepts a change
 // it does not make, WaitTimeout), the report lists what was done before, and

@@ -60,6 +60,10 @@ type Index struct {
 	PK        Key
 	SK        *Key // nil when there is no sort key
 	Projection
+	// Forms are the index's forms: its declared type, then the kept one
+	// (keep=) when it keeps two. The GSI or LSI is the kept form when Kind
+	// is not Forms[0].
+	Forms []Kind
 }
 
 // KeyTable is a table's name and key: the base table's, an index table's,
@@ -98,6 +102,14 @@ type Dropped struct {
 	Table string
 	// IndexName is the physical GSI or LSI name; "" for an index table.
 	IndexName string
+	// Named is true when the declaration names the form (gsi=, lsi=,
+	// table=): it is looked for under that name alone. Otherwise a GSI or
+	// LSI of another name keyed as PK and SK is that form too, renamed
+	// (name= of an older declaration).
+	Named bool
+	// PK and SK are the form's key, as it would have it.
+	PK Key
+	SK *Key // nil when there is no sort key
 }
 
 // Sharded is one form of a sharded index: where its entries are, and how to
@@ -133,6 +145,13 @@ type Tables struct {
 	Dropped []Dropped
 	// Sharded are the forms of the sharded indexes, in declaration order.
 	Sharded []Sharded
+	// Model is the base table's name as declared (before
+	// Options.TableName): the name a Router is asked with.
+	Model string
+	// Router is the Table's Options.Router (a ddbindex.Router), which
+	// picks the form that serves each read of an index that keeps two;
+	// nil when it has none, and every read goes to the declared type.
+	Router any
 }
 
 // KeySchema returns the key schema of a table or index keyed by pk and sk,
