@@ -47,8 +47,8 @@ RACE_PKGS := . ./migrate ./stream ./ops ./examples/lambda ./internal/withserver
 #   ./examples/supportdesk  sequential programs; the library code they run
 #                        concurrently (consumers, backfills) is race-tested in
 #                        its own package
-#   ./internal/av, ./internal/nilwalk, ./internal/retry, ./internal/expr
-#                        pure functions and a retry loop, on the caller's
+#   ./internal/av, ./internal/nilwalk, ./internal/retry, ./internal/expr,
+#   ./internal/throttle  pure functions and a retry loop, on the caller's
 #                        goroutine
 #   ./internal/ddbtest, ./internal/faults, ./internal/slowddb  test support; their own tests are
 #                        sequential, and every race-tested package's parallel
@@ -60,7 +60,7 @@ RACE_PKGS := . ./migrate ./stream ./ops ./examples/lambda ./internal/withserver
 PLAIN_PKGS := ./schema ./cmd/ddbindex-demo ./examples/feed ./examples/models \
 	./examples/supportdesk ./internal/av ./internal/nilwalk ./internal/retry \
 	./internal/ddbtest ./internal/faults ./internal/slowddb ./internal/awstest ./internal/bridge \
-	./internal/oteltest ./internal/spec ./internal/expr \
+	./internal/oteltest ./internal/spec ./internal/expr ./internal/throttle \
 	./examples/lambda/zipbootstrap
 
 ifneq ($(strip $(DDBINDEX_ENDPOINT)),)
