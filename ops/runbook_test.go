@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/ops"
 )
@@ -22,6 +23,11 @@ import (
 // the GSI served a read within the quiet period, then made.
 func TestRunbookGuideCommands(t *testing.T) {
 	t.Parallel()
+	// prepare enables the stream and TTL of the index table, drop deletes
+	// a GSI of an existing table.
+	ddbtest.Require(t, ddbtest.Streams)
+	ddbtest.Require(t, ddbtest.TTL)
+	ddbtest.Require(t, ddbtest.GSIUpdate)
 	ctx := context.Background()
 	f, _ := ticketFixture(t)
 	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
