@@ -155,10 +155,8 @@ func ReadFleet(ctx context.Context, api RouterAPI, controlTable string, now time
 			return nil, fmt.Errorf("migrate: read the routes of %s from %s: %w", t, controlTable, err)
 		}
 		for _, it := range routes {
-			if s, ok := it["updated"].(*types.AttributeValueMemberS); ok {
-				if at, err := time.Parse(time.RFC3339Nano, s.Value); err == nil && at.After(changed[t]) {
-					changed[t] = at
-				}
+			if at := routeUpdated(it); at.After(changed[t]) {
+				changed[t] = at
 			}
 		}
 	}

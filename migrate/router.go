@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.opentelemetry.io/otel/metric"
@@ -516,39 +515,23 @@ func (r *Router) see(table string, at time.Time) {
 // options opts.
 func (r *Router) read(ctx context.Context, table string, opts []func(*dynamodb.Options)) (map[string]Route, time.Time, error) {
 	control := r.o.ControlTable
-	x, err := expression.NewBuilder().WithKeyCondition(expression.Key(controlPK).Equal(expression.Value(routePrefix + table))).Build()
+	items, err := queryAll(ctx, r.api, control, routePrefix+table, opts)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%w: migrate: read the routes of %s: %w", ddbindex.ErrInvalidQuery, table, err)
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(control),
-		KeyConditionExpression:    x.KeyCondition(),
-		ExpressionAttributeNames:  x.Names(),
-		ExpressionAttributeValues: x.Values(),
-		ConsistentRead:            aws.Bool(true),
+		return nil, time.Time{}, fmt.Errorf("migrate: read the routes of %s from %s: %w", table, control, err)
 	}
 	routes := map[string]Route{}
 	var latest time.Time
-	for {
-		out, err := r.api.Query(ctx, in, opts...)
+	for _, item := range items {
+		index, rt, err := routeFromItem(item)
 		if err != nil {
-			return nil, latest, fmt.Errorf("migrate: read the routes of %s from %s: %w", table, control, controlCallErr("Query", control, err))
+			return nil, latest, fmt.Errorf("%w: control table %s, routes of %s: %w", ddbindex.ErrMalformedItem, control, table, err)
 		}
-		for _, item := range out.Items {
-			index, rt, err := routeFromItem(item)
-			if err != nil {
-				return nil, latest, fmt.Errorf("%w: control table %s, routes of %s: %w", ddbindex.ErrMalformedItem, control, table, err)
-			}
-			routes[index] = rt
-			if at := routeUpdated(item); at.After(latest) {
-				latest = at
-			}
+		routes[index] = rt
+		if at := routeUpdated(item); at.After(latest) {
+			latest = at
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return routes, latest, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+	return routes, latest, nil
 }
 
 // controlCallErr wraps a non-nil error of a request to the control table
