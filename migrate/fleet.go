@@ -113,11 +113,8 @@ type Fleet struct {
 	current    map[formKey]*FormReads // the window being counted
 	windows    []ReadWindow           // the last o.Windows windows, oldest first
 	lastServed map[formKey]time.Time  // the last served read of each form
-	running    bool                   // Start was called
-	closed     bool                   // Close was called
-	cancel     context.CancelFunc     // stops the goroutine Start started
-	done       chan struct{}          // closed when that goroutine has ended
 	writeMu    sync.Mutex             // serialises the entry's writes
+	loop       loop                   // the heartbeat goroutine
 	sleep      func(context.Context, time.Duration) error
 }
 
@@ -278,23 +275,11 @@ func (f *Fleet) Start(ctx context.Context) error {
 	if !f.made() {
 		return errFleetNotMade("Start")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch {
-	case f.closed:
-		return fmt.Errorf("%w: migrate.Fleet.Start: the Fleet is closed", ddbindex.ErrInvalidQuery)
-	case f.running:
-		return fmt.Errorf("%w: migrate.Fleet.Start: the Fleet is started already", ddbindex.ErrInvalidQuery)
-	}
-	f.running = true
-	ctx, f.cancel = context.WithCancel(ctx)
-	f.done = make(chan struct{})
-	go f.run(ctx, f.done)
-	return nil
+	return f.loop.start(ctx, "Fleet", f.run)
 }
 
-func (f *Fleet) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+// run writes the entry every Heartbeat until ctx is done.
+func (f *Fleet) run(ctx context.Context) {
 	for {
 		if err := f.write(ctx, false); err != nil && ctx.Err() == nil && f.o.OnError != nil {
 			f.o.OnError(err)
@@ -324,17 +309,8 @@ func (f *Fleet) Close(ctx context.Context) error {
 	if !f.made() {
 		return nil
 	}
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
+	if !f.loop.stop() {
 		return nil
-	}
-	f.closed = true
-	cancel, done := f.cancel, f.done
-	f.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
 	}
 	return f.write(ctx, true)
 }
@@ -476,21 +452,16 @@ func serves(router ddbindex.Router, table, index string, keeps []ddbindex.Kind) 
 // serves returns the forms r sends some partition to, for an index with the
 // given forms; nil when r names a form the index does not keep.
 func (r Route) serves(forms [2]ddbindex.Kind) []ddbindex.Kind {
-	other := forms[0]
-	switch r.To {
-	case forms[0]:
-		other = forms[1]
-	case forms[1]:
-	default:
+	if r.To != forms[0] && r.To != forms[1] {
 		return nil
 	}
-	switch {
-	case r.Percent >= 100:
-		return []ddbindex.Kind{r.To}
-	case r.Percent <= 0 && len(r.Partitions) == 0:
-		return []ddbindex.Kind{other}
+	var out []ddbindex.Kind
+	for _, f := range forms {
+		if r.reaches(f) {
+			out = append(out, f)
+		}
 	}
-	return []ddbindex.Kind{forms[0], forms[1]}
+	return out
 }
 
 // mainVersion is the main module's version from the build information.

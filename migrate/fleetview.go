@@ -340,13 +340,7 @@ func (s *FleetStatus) CheckDrop(table, index string, form ddbindex.Kind, quiet t
 }
 
 // kindsText renders forms as "gsi, table".
-func kindsText(ks []ddbindex.Kind) string {
-	parts := make([]string, len(ks))
-	for i, k := range ks {
-		parts[i] = k.String()
-	}
-	return strings.Join(parts, ", ")
-}
+func kindsText(ks []ddbindex.Kind) string { return strings.Join(kindNames(ks), ", ") }
 
 // ---- the stored entry ---------------------------------------------------
 

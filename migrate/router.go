@@ -134,10 +134,8 @@ type Router struct {
 	lastErr error
 	readAt  time.Time            // when a refresh last read every table
 	seen    map[string]time.Time // per table, the last route change read or made
-	started bool
-	closed  bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+
+	loop loop // the refresh goroutine
 
 	refreshErrors metric.Int64Counter // nil: no meter
 	// sleep waits between refreshes, and rand draws the jitter of a
@@ -290,24 +288,11 @@ func (r *Router) Start(ctx context.Context) error {
 	if !r.made() {
 		return errNotMade("Start")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.closed:
-		return fmt.Errorf("%w: migrate.Router.Start: the Router is closed", ddbindex.ErrInvalidQuery)
-	case r.started:
-		return fmt.Errorf("%w: migrate.Router.Start: the Router is started already", ddbindex.ErrInvalidQuery)
-	}
-	r.started = true
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go r.run(ctx, r.done)
-	return nil
+	return r.loop.start(ctx, "Router", r.run)
 }
 
 // run refreshes the routes until ctx is done.
-func (r *Router) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (r *Router) run(ctx context.Context) {
 	failures := 0
 	for {
 		wait := r.o.Refresh
@@ -347,14 +332,7 @@ func (r *Router) Close() {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	r.closed = true
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
+	r.loop.stop()
 }
 
 // Err returns the error of the last refresh: nil when it read the routes of
