@@ -18,7 +18,8 @@ import (
 // back. A cursor is the unpadded URL-safe Base64 of
 //
 //	version   1 byte (cursorVersion)
-//	flags     1 byte (bit 0: descending; bit 1: a next position follows)
+//	flags     1 byte (bit 0: descending; bit 1: a next position follows;
+//	          bit 2: the next position is a dead-through position, see below)
 //	index     uvarint length + logical index name ("" for the base table)
 //	count     uvarint: number of fields
 //	fields    count × (uvarint length + attribute name, uvarint length + key text)
@@ -35,9 +36,13 @@ import (
 // read and found dead, so the next page may start at next instead of reading
 // them again. The read digest names what "dead" meant: the caller's filter
 // and whether tombstones were included; a query whose digest differs starts
-// after the last item instead. Both positions come from live items and the
-// digest from the logical query, so a GSI and an index table over the same
-// live items mint the same cursor. Decoding is strict: every
+// after the last item instead. With bit 2, the next position is instead the
+// last position the page fill evaluated, past the last item, through which
+// everything was read and found dead: the next page starts exactly after it.
+// It is the key of an item DynamoDB returned as LastEvaluatedKey, so it is a
+// real start key on every key type, where a start key just before a live
+// item cannot always be built (a native String read in descending order may
+// hold any character). Decoding is strict: every
 // field must be the index's, in order, of its declared form, and both
 // positions must lie in the query's partition and range, next after the
 // last item.
@@ -46,6 +51,7 @@ const (
 	cursorVersion = 1
 	flagDesc      = 1 << 0
 	flagNext      = 1 << 1
+	flagThrough   = 1 << 2
 	macSize       = sha256.Size
 )
 
@@ -55,9 +61,10 @@ var cursorEncoding = base64.RawURLEncoding.Strict()
 // starts, and, when the page fill read it, the first live item after it,
 // with the digest of the read that found the items between them dead.
 type cursorPos struct {
-	at     position
-	next   position // nil when unknown
-	digest readDigest
+	at      position
+	next    position // nil when unknown
+	through bool     // next is the last position evaluated, not a live item
+	digest  readDigest
 }
 
 // readDigest identifies what a read counted as live: its filter (the
@@ -88,6 +95,9 @@ func encodeCursor(d *layout, c cursorPos, desc bool, key []byte) string {
 	}
 	if c.next != nil {
 		flags |= flagNext
+		if c.through {
+			flags |= flagThrough
+		}
 	}
 	b = append(b, cursorVersion, flags)
 	b = appendString(b, d.name)
@@ -208,7 +218,7 @@ func readCursor(d *layout, token string, wantDesc *bool, o *settings) (cursorPos
 	if raw[0] != cursorVersion {
 		return none, false, cursorErr(nil, "unknown version %d", raw[0])
 	}
-	if raw[1]&^(flagDesc|flagNext) != 0 {
+	if raw[1]&^(flagDesc|flagNext|flagThrough) != 0 || raw[1]&(flagNext|flagThrough) == flagThrough {
 		return none, false, cursorErr(nil, "unknown flags 0x%02x", raw[1])
 	}
 	if wantDesc != nil && (raw[1]&flagDesc != 0) != *wantDesc {
@@ -245,7 +255,7 @@ func readCursor(d *layout, token string, wantDesc *bool, o *settings) (cursorPos
 			return none, false, err
 		}
 	}
-	c := cursorPos{at: at}
+	c := cursorPos{at: at, through: raw[1]&flagThrough != 0}
 	if raw[1]&flagNext != 0 {
 		c.next = make(position, len(d.slots))
 		for i, f := range d.slots {
@@ -409,7 +419,7 @@ func (t *Table[T]) inspectCursor(index, cursor string) (*bridge.Cursor, error) {
 	}
 	info := &bridge.Cursor{Index: d.name, Desc: desc, Signed: len(t.opts.CursorKeys) > 0, Position: cursorFields(d, c.at)}
 	if c.next != nil {
-		info.Next = cursorFields(d, c.next)
+		info.Next, info.Through = cursorFields(d, c.next), c.through
 	}
 	return info, nil
 }

@@ -934,7 +934,8 @@ func TestCursorStrictDecoding(t *testing.T) {
 	}{
 		{"version-0", q, mod(func(r *curxRaw) { r.version = 0 }), "version"},
 		{"version-2", q, mod(func(r *curxRaw) { r.version = 2 }), "version"},
-		{"unknown-flag", q, mod(func(r *curxRaw) { r.flags = 0x04 }), "flags"},
+		{"through-without-next", q, mod(func(r *curxRaw) { r.flags = flagThrough }), "flags"},
+		{"unknown-flag", q, mod(func(r *curxRaw) { r.flags = 0x08 }), "flags"},
 		{"desc-cursor-asc-query", q, mod(func(r *curxRaw) { r.flags = flagDesc }), "descending"},
 		{"asc-cursor-desc-query", q.Desc(), goodTok, "ascending"},
 		{"other-index", q, mod(func(r *curxRaw) { r.index = "by_seq" }), "by_seq"},

@@ -350,8 +350,9 @@ type eqPage struct {
 }
 
 // eqPages reads a query to its end, page after page, following the cursors.
-// A cursor must never lead to an empty page (the page fill reads one live
-// item past each page), so boundaries do not depend on the tombstones.
+// A cursor leads to an empty page only where the last page's look-ahead item
+// would have cost another read unit; such an empty page is dropped and the
+// page before it counted as the last.
 func eqPages[T any](t *testing.T, q ddbindex.Query[T], conv func(T) eqGSIItem, limit int, what string) (pages []eqPage, requests int) {
 	t.Helper()
 	cursor := ""
@@ -364,6 +365,14 @@ func eqPages[T any](t *testing.T, q ddbindex.Query[T], conv func(T) eqGSIItem, l
 		for i, it := range p.Items {
 			items[i] = conv(it)
 		}
+		if len(items) == 0 && p.Cursor == "" && len(pages) > 0 {
+			// The last page did not read its look-ahead item (it would
+			// have cost another read unit): its cursor led here, to
+			// nothing. A page whose cursor leads to an empty page is the
+			// last one.
+			pages[len(pages)-1].Cursor = ""
+			break
+		}
 		pages = append(pages, eqPage{items, p.Cursor})
 		if p.Cursor == "" {
 			break
@@ -372,15 +381,34 @@ func eqPages[T any](t *testing.T, q ddbindex.Query[T], conv func(T) eqGSIItem, l
 		require.NotEqual(t, cursor, p.Cursor, "%s: page %d: the cursor advanced", what, n)
 		cursor = p.Cursor
 	}
-	if n := len(pages); n > 1 {
-		require.NotEmpty(t, pages[n-1].Items, "%s: a cursor led to an empty page", what)
-	}
 	return pages, requests
 }
 
+// eqItems is the items of pages, page by page, and whether each page has a
+// cursor.
+func eqItems(pages []eqPage) (out []eqPage) {
+	for _, p := range pages {
+		c := ""
+		if p.Cursor != "" {
+			c = "more"
+		}
+		out = append(out, eqPage{p.Items, c})
+	}
+	return out
+}
+
+func eqConv[T any](items []T, conv func(T) eqGSIItem) []eqGSIItem {
+	out := make([]eqGSIItem, len(items))
+	for i, it := range items {
+		out[i] = conv(it)
+	}
+	return out
+}
+
 // eqCompare runs each query through the GSI and through the index table,
-// page by page to the end, and requires identical pages and cursors. It
-// returns the number of pages compared.
+// page by page to the end, and requires identical pages, each form's
+// cursors leading the other form to the same next page. It returns the
+// number of pages compared.
 func eqCompare(t *testing.T, gsi *ddbindex.Table[eqGSIItem], tbl *ddbindex.Table[eqTableItem], queries []eqQuery) int {
 	t.Helper()
 	total := 0
@@ -392,7 +420,19 @@ func eqCompare(t *testing.T, gsi *ddbindex.Table[eqGSIItem], tbl *ddbindex.Table
 		}
 		gp, _ := eqPages(t, gq, func(it eqGSIItem) eqGSIItem { return it }, q.limit, "GSI "+q.String())
 		tp, _ := eqPages(t, tq, func(it eqTableItem) eqGSIItem { return eqGSIItem(it) }, q.limit, "table "+q.String())
-		require.Equal(t, gp, tp, "%v: the same pages, items and cursors", q)
+		require.Equal(t, eqItems(gp), eqItems(tp), "%v: the same pages and items", q)
+		// The cursors may differ in how far past the page they say the
+		// reads found only tombstones; each form takes the other's and
+		// gives the same next page.
+		for i := 0; i+1 < len(gp); i++ {
+			tn, err := tq.After(gp[i].Cursor).Page(t.Context())
+			require.NoError(t, err, "%v: the table after the GSI's cursor %d", q, i)
+			gn, err := gq.After(tp[i].Cursor).Page(t.Context())
+			require.NoError(t, err, "%v: the GSI after the table's cursor %d", q, i)
+			want := gp[i+1].Items
+			require.Equal(t, want, eqConv(tn.Items, func(it eqTableItem) eqGSIItem { return eqGSIItem(it) }), "%v: the table's page after the GSI's cursor %d", q, i)
+			require.Equal(t, want, eqConv(gn.Items, func(it eqGSIItem) eqGSIItem { return it }), "%v: the GSI's page after the table's cursor %d", q, i)
+		}
 		total += len(gp)
 	}
 	return total

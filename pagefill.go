@@ -84,14 +84,25 @@ type pager[T any] struct {
 func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Options)) *pager[T] {
 	pg := &pager[T]{q: q, p: p, pos: p.start.at, memo: memo, opts: optFns}
 	pg.size.deadExtra = q.t.opts.tombstoneMarkBytes()
+	pg.size.projected = len(q.project) > 0
 	if memo {
 		pg.size.prior, pg.size.weight = q.t.memo.get(p.memoKey)
+		if !pg.size.projected {
+			pg.size.priorBytes = q.t.memo.itemBytes(p.memoKey)
+		}
 	}
 	if p.start.at == nil {
 		return pg
 	}
 	// Both were checked when the cursor was decoded.
 	pg.esk, _ = p.def.startKey(p.start.at)
+	if p.start.next != nil && p.start.through {
+		// Everything up to next was read dead: start exactly after it.
+		if esk, err := p.def.startKey(p.start.next); err == nil {
+			pg.esk, pg.pos = esk, p.start.next
+		}
+		return pg
+	}
 	if p.start.next != nil && !q.t.memo.noStartBefore.Load() {
 		if esk, ok := p.def.startKeyBefore(p.start.next, p.start.at, q.desc, p.kc); ok {
 			pg.esk, pg.alt = esk, pg.esk
@@ -240,8 +251,19 @@ func (pg *pager[T]) cursor(c cursorPos) (string, error) {
 	return tok, nil
 }
 
+// startsBefore reports whether the next page of a cursor at c can start just
+// before c.next, skipping everything between c.at and it.
+func (pg *pager[T]) startsBefore(c cursorPos) bool {
+	if pg.q.t.memo.noStartBefore.Load() {
+		return false
+	}
+	_, ok := pg.p.def.startKeyBefore(c.next, c.at, pg.q.desc, pg.p.kc)
+	return ok
+}
+
 // pageWant is how many live items a call reads for a page of limit: one more
-// with peek, so that the cursor is "" exactly when nothing live follows.
+// with peek, so that the cursor is "" when nothing live follows (fill drops
+// the extra item where it would cost another read unit).
 func pageWant(limit int, peek bool) int {
 	limit = min(limit, maxPageItems)
 	if peek {
@@ -280,12 +302,16 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the
 	// cursor is then "" exactly when nothing live follows, so no call ends
-	// on an empty page, and page boundaries depend on the live items alone
-	// (a GSI and an index table agree on them).
+	// on an empty page. Page boundaries depend on the live items alone (a
+	// GSI and an index table agree on them).
 	want := pageWant(limit, peek)
 	var raw []map[string]types.AttributeValue
 	var capErr error
 	var end cursorPos
+	// through is the last position evaluated while the page held exactly
+	// limit items: everything after the page's last item up to it was read
+	// dead (nil: none past that item).
+	var through position
 	more := true
 	for len(raw) < want && more {
 		if err := pg.capped(); err != nil {
@@ -294,13 +320,26 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 			}
 			break
 		}
+		size := pg.size.next(want - len(raw))
+		if want > limit && len(raw) < limit {
+			// This request may fill the page. The look-ahead item is read
+			// only where it costs no more read units than the page alone:
+			// without it the cursor may lead to an empty page, as
+			// DynamoDB's own LastEvaluatedKey does.
+			if plain := pg.size.next(limit - len(raw)); pg.size.moreUnits(size, plain) {
+				size, want = plain, limit
+			}
+		}
 		var items []map[string]types.AttributeValue
 		var err error
-		items, more, err = pg.next(ctx, pg.size.next(want-len(raw)))
+		items, more, err = pg.next(ctx, size)
 		if err != nil {
 			return nil, err
 		}
 		raw = append(raw, items...)
+		if len(raw) == limit && more {
+			through = pg.pos
+		}
 	}
 	if len(raw) > limit || (len(raw) == limit && more && capErr == nil) {
 		end.digest = p.digest
@@ -314,6 +353,11 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 			if end.next, err = p.def.positionOf(raw[limit]); err != nil {
 				return nil, fmt.Errorf("%w: an item of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(p.def.name), err)
 			}
+		}
+		if through != nil && !slices.Equal(through, end.at) && (end.next == nil || !pg.startsBefore(end)) {
+			// No start key just before the next live item (or no such item
+			// read): the next page starts after the last position read.
+			end.next, end.through = through, true
 		}
 		pg.total.Dropped += len(raw) - limit
 		raw = raw[:limit]
@@ -343,6 +387,9 @@ func (pg *pager[T]) remember() {
 	}
 	if live, read := pg.size.evidence(); read > 0 {
 		pg.q.t.memo.put(pg.p.memoKey, live, read)
+	}
+	if n := pg.size.sampled[0]; n > 0 && !pg.size.projected {
+		pg.q.t.memo.putItemBytes(pg.p.memoKey, float64(pg.size.sampled[1])/float64(n))
 	}
 }
 
@@ -395,6 +442,8 @@ type sizer struct {
 	unitBytes     float64 // an item's size as the read units bound it (0: unknown)
 	deadExtra     int     // the bytes a tombstone's two attributes add to an item
 	sampled       [2]int  // items sized, and their bytes
+	priorBytes    float64 // the mean live item size earlier calls read (0: unknown)
+	projected     bool    // the query projects attributes: returned items are smaller than what is read
 }
 
 // itemBytes is the size the 4 KB fill assumes for an item: the tighter of
@@ -410,6 +459,28 @@ func (s *sizer) itemBytes() float64 {
 		}
 	}
 	return b
+}
+
+// moreUnits reports whether a request of n items is expected to pay more
+// 4 KB read units than one of m, judged on the live items' mean size (the
+// items the requests would add are live ones). False while no size is
+// known.
+func (s *sizer) moreUnits(n, m int) bool {
+	b := 0.0
+	switch {
+	case s.projected:
+		b = s.unitBytes // the items returned are smaller than what is read
+		if b == 0 {
+			return false
+		}
+	case s.sampled[0] > 0:
+		b = float64(s.sampled[1]) / float64(s.sampled[0])
+	case s.priorBytes > 0:
+		b = s.priorBytes
+	default:
+		return false
+	}
+	return math.Ceil(float64(n)*b/4096) > math.Ceil(float64(m)*b/4096)
 }
 
 // maxSampled is how many items of a response sample sizes.

@@ -134,14 +134,17 @@ func (q Query[T]) ReportTo(s *Stats) Query[T] { q.report = s; return q }
 type Page[T any] struct {
 	// Items are the live items of the page, in index order.
 	Items []T
-	// Cursor continues after the last item; it is "" exactly when no live
-	// item follows (the page fill reads one live item ahead), so a cursor
-	// never leads to an empty page. It also names that next live item: the
-	// next page, read with the same filter, starts there rather than reading
-	// again the tombstones and filtered items between, so an item that only
-	// becomes live between the two after this page was read is not returned,
-	// as an item inserted before a LastEvaluatedKey is not. A page cut short
-	// by a cap has a cursor too (see ErrCapReached).
+	// Cursor continues after the last item; it is "" when no live item
+	// follows. The page fill reads one live item ahead to tell, unless that
+	// item would cost another 4 KB read unit (the item sizes read so far
+	// say so): then the cursor may lead to an empty page, as DynamoDB's
+	// LastEvaluatedKey may. It also names how far the reads went past the
+	// last item (the next live item, or the last position evaluated), all
+	// of it dead: the next page, read with the same filter, starts there
+	// rather than reading again the tombstones and filtered items between,
+	// so an item that only becomes live between the two after this page was
+	// read is not returned, as an item inserted before a LastEvaluatedKey is
+	// not. A page cut short by a cap has a cursor too (see ErrCapReached).
 	Cursor string
 	// Stats is what the page cost.
 	Stats Stats
@@ -202,7 +205,7 @@ type plan struct {
 // readDigest digests what the query counts as live, for the next position
 // of its cursors: the caller's filter, with its names and values, and
 // IncludeDeleted. The tombstone rule is left out: each layout applies its
-// own, and both forms of an index mint the same cursors.
+// own, and each form of an index takes the other's cursors.
 func (q Query[T]) readDigest() (readDigest, error) {
 	h := sha256.New()
 	if q.deleted {

@@ -103,7 +103,8 @@ func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc 
 		}
 	}
 	// What follows the cursor: after its position, and from its next
-	// position on when it has one (nothing live lies between the two).
+	// position on when it has one (nothing live lies between the two; a
+	// through position was itself read dead).
 	if start.at != nil {
 		at, err := d.sk.ordered(d.textOf(start.at))
 		if err != nil {
@@ -112,7 +113,7 @@ func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc 
 		from := skBound{true, at, false}
 		if start.next != nil {
 			if n, err := d.sk.ordered(d.textOf(start.next)); err == nil && (n > at) != desc && n != at {
-				from = skBound{true, n, true}
+				from = skBound{true, n, !start.through} // a through position was read dead itself
 			}
 		}
 		if desc {

@@ -28,6 +28,10 @@ type CursorInfo struct {
 	// tombstones between. Nil when the cursor has none (Options.PlainCursors,
 	// or a page whose read-ahead found nothing).
 	Next []CursorField
+	// Through reports that Next is not a live item but the last position
+	// the page's reads evaluated: everything after Position up to and
+	// including it was read dead, and the next page starts right after it.
+	Through bool
 }
 
 // CursorField is one field of a cursor's position.
@@ -65,7 +69,7 @@ func InspectCursor[T any](t *ddbindex.Table[T], index, cursor string) (*CursorIn
 	if err != nil {
 		return nil, err
 	}
-	return &CursorInfo{Index: c.Index, Desc: c.Desc, Signed: c.Signed, Position: cursorFields(c.Position), Next: cursorFields(c.Next)}, nil
+	return &CursorInfo{Index: c.Index, Desc: c.Desc, Signed: c.Signed, Position: cursorFields(c.Position), Next: cursorFields(c.Next), Through: c.Through}, nil
 }
 
 // cursorFields copies the core's fields; nil stays nil.

@@ -361,7 +361,10 @@ func writeCursor(w io.Writer, model string, ix ddbindex.IndexInfo, info *CursorI
 	}
 	fmt.Fprintln(w, "  position (the page's last item; the next page continues after it):")
 	fields(info.Position)
-	if info.Next != nil {
+	if info.Next != nil && info.Through {
+		fmt.Fprintln(w, "  through (the last position read, all dead after the position; the next page starts after it):")
+		fields(info.Next)
+	} else if info.Next != nil {
 		fmt.Fprintln(w, "  next (the first live item after the page, read ahead; the next page starts there):")
 		fields(info.Next)
 	} else {

@@ -14,9 +14,13 @@ type Cursor struct {
 	// Position is the last item of the page that minted it: the fields of
 	// the index key, then those of the base key, in the cursor's order.
 	Position []CursorField
-	// Next is the first live item after the page, read ahead; nil when the
+	// Next is the first live item after the page, read ahead, or, with
+	// Through, the last position the page's reads evaluated; nil when the
 	// cursor has none.
 	Next []CursorField
+	// Through reports that Next is the last position evaluated, everything
+	// after Position up to and including it having been read dead.
+	Through bool
 }
 
 // CursorField is one field of a cursor's position.

@@ -1,0 +1,155 @@
+package ddbindex
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ptItem has a GSI on a native String sort key: read in descending order, no
+// start key just before an item can be built (a String may hold any
+// character), so a cursor carries the last position evaluated instead.
+type ptItem struct {
+	_    TableSpec `ddbindex:"pt_items,softdelete"`
+	_    IndexSpec `ddbindex:"by_name,type=gsi"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Feed string    `dynamodbav:"feed" ddbindex:"by_name.pk"`
+	Name string    `dynamodbav:"name" ddbindex:"by_name.sk"`
+	Body string    `dynamodbav:"body"`
+}
+
+// ptLoad writes items named n000, n001, ... in feed "f", each with body, and
+// deletes (soft) those dead says; it returns the live names in descending
+// order.
+func ptLoad(t *testing.T, tb *Table[ptItem], dead []bool, body string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var live []string
+	for i, d := range dead {
+		it := ptItem{ID: fmt.Sprintf("id%03d", i), Feed: "f", Name: fmt.Sprintf("n%03d", i), Body: body}
+		_, err := tb.Put(ctx, it)
+		require.NoError(t, err)
+		if d {
+			require.NoError(t, tb.Delete(ctx, it))
+		} else {
+			live = append(live, it.Name)
+		}
+	}
+	slices.Reverse(live)
+	return live
+}
+
+// TestPageFillThroughNativeStringDesc: after a run of tombstones, the next
+// page starts after the last position the previous page evaluated, on a key
+// type where no start key just before the next live item exists: it reads
+// again only the tombstones of the request that found that item, never the
+// whole run.
+func TestPageFillThroughNativeStringDesc(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[ptItem](t)
+	// Descending: n199..n198 live (page 1), a run of 150 tombstones, then
+	// live items.
+	const n, run = 200, 150
+	dead := make([]bool, n)
+	for i := n - 3; i > n-3-run; i-- {
+		dead[i] = true
+	}
+	live := ptLoad(t, tb, dead, "")
+	ctx := context.Background()
+	q := tb.Query("by_name", "f").Desc().Limit(2)
+	p1, err := q.Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, live[:2], ptNames(p1.Items))
+
+	d, err := tb.index("by_name")
+	require.NoError(t, err)
+	c, err := decodeCursor(d, p1.Cursor, true, &tb.opts)
+	require.NoError(t, err)
+	require.True(t, c.through, "the cursor carries the last position evaluated")
+	// The position it carries is one of the run's tombstones: the next page
+	// reads only the tombstones after it again.
+	through := c.next[d.slot(d.sk.parts[0].f)]
+	var again int
+	for i := n - 3; i > n-3-run; i-- {
+		if fmt.Sprintf("n%03d", i) < through {
+			again++
+		}
+	}
+	t.Logf("page 1 read %d tombstones; page 2 reads %d of them again", p1.Stats.Filtered, again)
+	require.Less(t, again, run, "the cursor starts past the run's first tombstone")
+
+	p2, err := q.After(p1.Cursor).Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, live[2:4], ptNames(p2.Items))
+	require.Equal(t, again, p2.Stats.Filtered, "page 2 reads again exactly the tombstones past the cursor's position")
+	require.Less(t, p1.Stats.Filtered+p2.Stats.Filtered, 2*run, "the run is not read twice")
+
+	// The rest of the partition, page after page, is the ground truth.
+	got := append(ptNames(p1.Items), ptNames(p2.Items)...)
+	for cursor := p2.Cursor; cursor != ""; {
+		p, err := q.After(cursor).Page(ctx)
+		require.NoError(t, err)
+		got = append(got, ptNames(p.Items)...)
+		cursor = p.Cursor
+	}
+	require.Equal(t, live, got)
+}
+
+// TestPageFillLookAheadWhereFree: with items of about 1 KB a page of 20 fills
+// 5 read units and the look-ahead item would start a sixth, so once a call
+// knows the items' size it reads exactly the page, as a plain query does, and
+// its cursor may lead to an empty page; with small items the look-ahead is
+// free and read.
+func TestPageFillLookAheadWhereFree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name     string
+		body     int
+		lookAhed bool
+	}{
+		{"1 KB items", 960, false},
+		{"small items", 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tb, _ := newTestTable[ptItem](t)
+			live := ptLoad(t, tb, make([]bool, 40), strings.Repeat("x", c.body))
+			q := tb.Query("by_name", "f").Desc().Limit(20)
+			// Page 1 learns the size; the call after it reads the same page.
+			p1, err := q.Page(ctx)
+			require.NoError(t, err)
+			require.Equal(t, live[:20], ptNames(p1.Items))
+			p1, err = q.Page(ctx)
+			require.NoError(t, err)
+			require.Equal(t, live[:20], ptNames(p1.Items))
+			p2, err := q.After(p1.Cursor).Page(ctx)
+			require.NoError(t, err)
+			require.Equal(t, live[20:], ptNames(p2.Items))
+			if !c.lookAhed {
+				require.Equal(t, 20, p1.Stats.Read, "page 1 reads no look-ahead item")
+				require.Equal(t, 20, p2.Stats.Read, "page 2 reads no look-ahead item")
+				require.NotEmpty(t, p2.Cursor, "without the look-ahead, the end is not known")
+				p3, err := q.After(p2.Cursor).Page(ctx)
+				require.NoError(t, err)
+				require.Empty(t, p3.Items)
+				require.Empty(t, p3.Cursor)
+				return
+			}
+			require.Equal(t, 21, p1.Stats.Read, "page 1 reads the look-ahead item")
+			require.Empty(t, p2.Cursor, "the look-ahead says nothing follows page 2")
+		})
+	}
+}
+
+func ptNames(items []ptItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Name
+	}
+	return out
+}
