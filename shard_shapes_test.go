@@ -422,9 +422,6 @@ func (x shxCase[T, V]) run(t *testing.T, ctx context.Context, rng *rand.Rand) {
 			require.NoError(t, err)
 			pv, err := vquery().Limit(limit).Page(ctx)
 			require.NoError(t, err)
-			if !plainCursors {
-				require.Equal(t, p0.Cursor, pv.Cursor, "%s: the twins mint the same cursor", label)
-			}
 			n := min(len(plain)-1, 3)
 			require.Equal(t, plain[1:1+n], shxReadN(t, ctx, vquery(), x.viewID, limit, p0.Cursor, n), "%s: sharded after unsharded", label)
 			require.Equal(t, plain[1:1+n], shxReadN(t, ctx, query(x.plain), x.m.id, limit, pv.Cursor, n), "%s: unsharded after sharded", label)
@@ -444,7 +441,11 @@ func (x shxCase[T, V]) run(t *testing.T, ctx context.Context, rng *rand.Rand) {
 		x.mutate(part)
 		restPlain := shxRead(t, ctx, query(x.plain), x.m.id, limit, p0.Cursor)
 		restView := shxRead(t, ctx, vquery(), x.viewID, limit, pv.Cursor)
-		if !plainCursors {
+		if !plainCursors && p0.Cursor == pv.Cursor {
+			// (A cursor that carries the last position evaluated skips
+			// less than one that carries the next live item: an item
+			// written between the two may come in one and not the other.
+			// shxCheckResumed below holds each to what it may return.)
 			require.Equal(t, restPlain, restView, "%s: after writes, the twins continue alike", label)
 		}
 		require.Equal(t, restPlain, shxRead(t, ctx, vquery(), x.viewID, limit, p0.Cursor), "%s: after writes, sharded after unsharded", label)
