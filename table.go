@@ -52,15 +52,17 @@ type Options struct {
 	// non-empty.
 	CursorKeys [][]byte
 	// MaxCursorBytes caps the length of a cursor accepted from a caller.
-	// A call whose cursor with the next live item's position would be
-	// longer mints one without it (as PlainCursors does); when even that
+	// A call whose cursor with the next live item's (or last evaluated)
+	// position would be longer mints one without it (as PlainCursors does); when even that
 	// is longer, the call fails instead (ErrInvalidQuery). Default 4096,
 	// enough for keys of a few hundred bytes.
 	MaxCursorBytes int
-	// PlainCursors mints cursors without the next live item (see
-	// [Page].Cursor), which releases before it was added refuse: set it
-	// while such a release still serves reads, during a rolling upgrade,
-	// then clear it. Cursors of either kind are accepted whatever it says.
+	// PlainCursors mints cursors without the next live item or the last
+	// position evaluated (see [Page].Cursor), which releases before they
+	// were added refuse (before v0.9.0 for the last position evaluated):
+	// set it while such a release still serves reads, during a rolling
+	// upgrade, then clear it. Cursors of every kind are accepted whatever
+	// it says.
 	PlainCursors bool
 
 	// Now returns the current time, for tombstone expiry. Default time.Now.

@@ -1,0 +1,278 @@
+package ddbindex
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkPageFillKeys is BenchmarkPageFill on GSIs whose sort key is a
+// native attribute: a Number, a String, and a Number with ties (four items
+// share each value, which DynamoDB orders among themselves), read in both
+// orders, with entries of about 240 B and 1 KB. For each it reports the
+// requests and read units of five pages of 20 for the library (warm: a Table
+// that read the partition before; cold: one that did not), and their ratios
+// to the naive loop (Limit = what the page still needs, the next page from
+// the LastEvaluatedKey) and to the floor (one request per page, ending at its
+// last live item), all measured in the same run.
+func BenchmarkPageFillKeys(b *testing.B) {
+	ctx := context.Background()
+	num, _ := newTestTable[bkNum](b)
+	str, _ := newTestTable[bkStr](b)
+	tie, _ := newTestTable[bkTie](b)
+	patterns := map[string]bool{
+		"uniform 0": true, "uniform 0.9": true, "run 500 after page 1, bg 0": true,
+		"alternating 25 live/100 dead, bg 0": true,
+	}
+	var ps []pfmPattern
+	for _, p := range pfmPatterns(bkItems, []int{500}) {
+		if patterns[p.name] {
+			ps = append(ps, p)
+		}
+	}
+	for pi, p := range ps {
+		for _, size := range []int{240, 1024} {
+			for _, desc := range []bool{true, false} {
+				order := "desc"
+				if !desc {
+					order = "asc"
+				}
+				channel := fmt.Sprintf("p%d-%d-%s", pi, size, order)
+				name := fmt.Sprintf("%s/%dB/%s", strings.ReplaceAll(p.name, " ", "_"), size, order)
+				bkRun(b, ctx, "number/"+name, num, channel, p.dead, size, desc, func(seq int) bkNum {
+					return bkNum{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Seq: int64(seq)}
+				})
+				bkRun(b, ctx, "string/"+name, str, channel, p.dead, size, desc, func(seq int) bkStr {
+					return bkStr{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Name: fmt.Sprintf("n%05d", seq)}
+				})
+				bkRun(b, ctx, "ties/"+name, tie, channel, p.dead, size, desc, func(seq int) bkTie {
+					return bkTie{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Rank: int64(seq / 4)}
+				})
+			}
+		}
+	}
+}
+
+// bkItems is how many entries each partition of BenchmarkPageFillKeys holds.
+const bkItems = 1500
+
+type bkNum struct {
+	_       TableSpec `ddbindex:"bk_num,softdelete"`
+	_       IndexSpec `ddbindex:"feed,type=gsi"`
+	ID      string    `dynamodbav:"id" ddbindex:"pk"`
+	Channel string    `dynamodbav:"channel" ddbindex:"feed.pk"`
+	Seq     int64     `dynamodbav:"seq" ddbindex:"feed.sk"`
+	Body    string    `dynamodbav:"body"`
+}
+
+type bkStr struct {
+	_       TableSpec `ddbindex:"bk_str,softdelete"`
+	_       IndexSpec `ddbindex:"feed,type=gsi"`
+	ID      string    `dynamodbav:"id" ddbindex:"pk"`
+	Channel string    `dynamodbav:"channel" ddbindex:"feed.pk"`
+	Name    string    `dynamodbav:"name" ddbindex:"feed.sk"`
+	Body    string    `dynamodbav:"body"`
+}
+
+type bkTie struct {
+	_       TableSpec `ddbindex:"bk_tie,softdelete"`
+	_       IndexSpec `ddbindex:"feed,type=gsi"`
+	ID      string    `dynamodbav:"id" ddbindex:"pk"`
+	Channel string    `dynamodbav:"channel" ddbindex:"feed.pk"`
+	Rank    int64     `dynamodbav:"rank" ddbindex:"feed.sk"`
+	Body    string    `dynamodbav:"body"`
+}
+
+// bkRun loads one partition (entry i in reading order is dead when dead[i];
+// item seq 1..n ascending) and benchmarks the strategies on it.
+func bkRun[T any](b *testing.B, ctx context.Context, name string, t *Table[T], channel string, dead []bool, size int, desc bool, mk func(seq int) T) {
+	var load sync.Once
+	loaded := func(b *testing.B) {
+		load.Do(func() { bkLoad(b, t, dead, size, desc, mk) })
+	}
+	read := func(t *Table[T]) (benchPages, error) { return bkLibrary(ctx, t, channel, desc) }
+	for _, s := range []struct {
+		name string
+		run  func() (benchPages, error)
+	}{
+		{"library", func() (benchPages, error) { return read(t) }},
+		{"library-cold", func() (benchPages, error) { return read(coldMemo(t)) }},
+	} {
+		b.Run(name+"/"+s.name, func(b *testing.B) {
+			loaded(b)
+			var ps benchPages
+			for b.Loop() {
+				var err error
+				if ps, err = s.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			naive, err := bkNaive(ctx, t, channel, desc)
+			require.NoError(b, err)
+			floor, err := bkFloor(ctx, t, channel, desc, dead)
+			require.NoError(b, err)
+			all, n, f := ps.sum(0, len(ps)), naive.sum(0, len(naive)), floor.sum(0, len(floor))
+			b.ReportMetric(float64(all.requests), "requests")
+			b.ReportMetric(all.units, "RU")
+			b.ReportMetric(float64(ps.sum(0, 1).requests), "p1-requests")
+			b.ReportMetric(all.units/n.units, "RU/naive")
+			b.ReportMetric(all.units/f.units, "RU/floor")
+			b.ReportMetric(float64(all.requests)/float64(n.requests), "requests/naive")
+			b.ReportMetric(float64(all.requests)/float64(f.requests), "requests/floor")
+			b.ReportMetric(float64(n.requests), "naive-requests")
+			b.ReportMetric(n.units, "naive-RU")
+			b.ReportMetric(float64(f.requests), "floor-requests")
+			b.ReportMetric(f.units, "floor-RU")
+		})
+	}
+}
+
+// bkLoad writes the partition straight into the base table: items padded to
+// about size bytes, tombstones marked as a delete marks them.
+func bkLoad[T any](b testing.TB, t *Table[T], dead []bool, size int, desc bool, mk func(seq int) T) {
+	ctx := context.Background()
+	n := len(dead)
+	var batch []types.WriteRequest
+	flush := func() {
+		reqs := map[string][]types.WriteRequest{t.TableName(): batch}
+		for len(reqs) > 0 {
+			out, err := t.client.c.(*dynamodb.Client).BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+			require.NoError(b, err)
+			reqs = out.UnprocessedItems
+		}
+		batch = batch[:0]
+	}
+	pad := ""
+	for seq := 1; seq <= n; seq++ {
+		it := mk(seq)
+		p, err := t.prepare(&it, true)
+		require.NoError(b, err)
+		if pad == "" {
+			pad = strings.Repeat("x", max(1, size-benchItemSize(p.av)))
+		}
+		p.av["body"] = &types.AttributeValueMemberS{Value: pad}
+		// Reading order: descending reads the highest seq first.
+		i := seq - 1
+		if desc {
+			i = n - seq
+		}
+		if dead[i] {
+			p.av[t.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+		}
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: p.av}})
+		if len(batch) == 25 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+// bkLibrary reads benchFillPages pages through the library.
+func bkLibrary[T any](ctx context.Context, t *Table[T], channel string, desc bool) (benchPages, error) {
+	var ps benchPages
+	cursor := ""
+	for range benchFillPages {
+		q := t.Query("feed", channel).Limit(benchFillPageSize).After(cursor)
+		if desc {
+			q = q.Desc()
+		}
+		page, err := q.Page(ctx)
+		if err != nil {
+			return ps, err
+		}
+		ps = append(ps, benchCost{page.Stats.Requests, page.Stats.ReadUnits})
+		if cursor = page.Cursor; cursor == "" {
+			break
+		}
+	}
+	return ps, nil
+}
+
+// bkRaw sends the library's own request for the partition, with the
+// tombstone filter, in the given order.
+func bkRaw[T any](t *Table[T], channel string, desc bool) (*benchRaw, error) {
+	d, err := t.index("feed")
+	if err != nil {
+		return nil, err
+	}
+	q := t.Query("feed", channel)
+	if desc {
+		q = q.Desc()
+	}
+	p, err := q.planFor(d)
+	if err != nil {
+		return nil, err
+	}
+	return &benchRaw{client: t.client.c.(*dynamodb.Client), input: p.input}, nil
+}
+
+// bkNaive is benchNaive in either order.
+func bkNaive[T any](ctx context.Context, t *Table[T], channel string, desc bool) (benchPages, error) {
+	var ps benchPages
+	raw, err := bkRaw(t, channel, desc)
+	if err != nil {
+		return ps, err
+	}
+	var esk map[string]types.AttributeValue
+	for range benchFillPages {
+		got := 0
+		for {
+			out, err := raw.query(ctx, benchFillPageSize-got, esk)
+			if err != nil {
+				return ps, err
+			}
+			got += len(out.Items)
+			esk = out.LastEvaluatedKey
+			if got >= benchFillPageSize || len(esk) == 0 {
+				break
+			}
+		}
+		ps = raw.page(ps)
+		if len(esk) == 0 {
+			break
+		}
+	}
+	return ps, nil
+}
+
+// bkFloor is benchFloor in either order: dead is in reading order.
+func bkFloor[T any](ctx context.Context, t *Table[T], channel string, desc bool, dead []bool) (benchPages, error) {
+	var ps benchPages
+	raw, err := bkRaw(t, channel, desc)
+	if err != nil {
+		return ps, err
+	}
+	var esk map[string]types.AttributeValue
+	i := 0
+	for range benchFillPages {
+		n, live := 0, 0
+		for ; i < len(dead) && live < benchFillPageSize; i++ {
+			n++
+			if !dead[i] {
+				live++
+			}
+		}
+		out, err := raw.query(ctx, n, esk)
+		if err != nil {
+			return ps, err
+		}
+		if len(out.Items) != live {
+			return ps, fmt.Errorf("floor: %d live items, want %d", len(out.Items), live)
+		}
+		ps = raw.page(ps)
+		if !slices.Contains(dead[i:], false) {
+			break
+		}
+		esk = out.LastEvaluatedKey
+	}
+	return ps, nil
+}
