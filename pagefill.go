@@ -544,7 +544,7 @@ func (s *sizer) next(need int) int {
 	switch {
 	case s.streak > 0:
 		size = max(size, growth*float64(s.lastRead))
-	case s.lastRead > 0:
+	case s.lastRead > 0 && s.pending > 0:
 		size = min(size, max(n, growth*float64(s.lastRead)))
 	}
 	if b := s.itemBytes(); (s.streak > 0 || s.tailDead) && b > 0 {
