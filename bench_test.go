@@ -537,19 +537,7 @@ type benchStrategy func(ctx context.Context, t *Table[benchFeedItem], channel st
 
 // benchLibrary is ddbindex's Page, following its cursor.
 func benchLibrary(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
-	var ps benchPages
-	cursor := ""
-	for range benchFillPages {
-		page, err := t.Query("feed", channel).Desc().Limit(benchFillPageSize).After(cursor).Page(ctx)
-		if err != nil {
-			return ps, err
-		}
-		ps = append(ps, benchCost{page.Stats.Requests, page.Stats.ReadUnits})
-		if cursor = page.Cursor; cursor == "" {
-			break
-		}
-	}
-	return ps, nil
+	return bkLibrary(ctx, t, channel, true)
 }
 
 // benchLibraryCold is benchLibrary on a Table that has not read the
@@ -559,46 +547,14 @@ func benchLibraryCold(ctx context.Context, t *Table[benchFeedItem], channel stri
 }
 
 func benchRawFor(t *Table[benchFeedItem], channel string) (*benchRaw, error) {
-	d, err := t.index("feed")
-	if err != nil {
-		return nil, err
-	}
-	p, err := t.Query("feed", channel).Desc().planFor(d)
-	if err != nil {
-		return nil, err
-	}
-	return &benchRaw{client: t.client.c.(*dynamodb.Client), input: p.input}, nil
+	return bkRaw(t, channel, true)
 }
 
 // benchNaive is the source write-up's loop: ask for the items still missing
 // (Limit = remaining) until the page is full or there is no
 // LastEvaluatedKey; the next page starts from the LastEvaluatedKey.
 func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
-	var ps benchPages
-	raw, err := benchRawFor(t, channel)
-	if err != nil {
-		return ps, err
-	}
-	var esk map[string]types.AttributeValue
-	for range benchFillPages {
-		got := 0
-		for {
-			out, err := raw.query(ctx, benchFillPageSize-got, esk)
-			if err != nil {
-				return ps, err
-			}
-			got += len(out.Items)
-			esk = out.LastEvaluatedKey
-			if got >= benchFillPageSize || len(esk) == 0 {
-				break
-			}
-		}
-		ps = raw.page(ps)
-		if len(esk) == 0 {
-			break
-		}
-	}
-	return ps, nil
+	return bkNaive(ctx, t, channel, true)
 }
 
 // benchUnlimited is what guregu/dynamo does with a filter: no Limit on the
@@ -647,35 +603,9 @@ func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string
 // where the tombstones are, it reads each page in one request that ends at
 // the page's last live item.
 func benchFloor(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchPages, error) {
-	var ps benchPages
-	raw, err := benchRawFor(t, channel)
-	if err != nil {
-		return ps, err
-	}
-	var esk map[string]types.AttributeValue
-	i := len(dead) - 1 // descending: the item with the highest Seq first
-	for range benchFillPages {
-		n, live := 0, 0
-		for ; i >= 0 && live < benchFillPageSize; i-- {
-			n++
-			if !dead[i] {
-				live++
-			}
-		}
-		out, err := raw.query(ctx, n, esk)
-		if err != nil {
-			return ps, err
-		}
-		if len(out.Items) != live {
-			return ps, fmt.Errorf("floor: %d live items, want %d", len(out.Items), live)
-		}
-		ps = raw.page(ps)
-		if !slices.Contains(dead[:i+1], false) {
-			break // the library's cursor ends here too
-		}
-		esk = out.LastEvaluatedKey
-	}
-	return ps, nil
+	reading := slices.Clone(dead) // dead is in Seq order; the pages read the highest Seq first
+	slices.Reverse(reading)
+	return bkFloor(ctx, t, channel, true, reading)
 }
 
 // benchFillPatterns are BenchmarkPageFill's tombstone patterns, in reading
