@@ -221,6 +221,12 @@ func TestShardedGroundTruth(t *testing.T) {
 		for {
 			ids, next, err := page(cursor)
 			require.NoError(t, err)
+			if len(ids) == 0 && next == "" && len(pages) > 0 {
+				// The last page did not read its look-ahead item (it would
+				// have cost another read unit): its cursor led here.
+				pages[len(pages)-1].More = false
+				return pages
+			}
 			pages = append(pages, shPage{IDs: ids, More: next != ""})
 			require.Less(t, len(pages), 1000, "pages do not end")
 			if next == "" {
@@ -383,6 +389,10 @@ func TestShardedIndexTable(t *testing.T) {
 		for {
 			ids, next, err := f(cursor)
 			require.NoError(t, err)
+			if len(ids) == 0 && next == "" && len(out) > 0 {
+				out[len(out)-1].More = false // see readAll
+				return out
+			}
 			out = append(out, shPage{IDs: ids, More: next != ""})
 			require.Less(t, len(out), 1000)
 			if next == "" {
