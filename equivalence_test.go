@@ -361,10 +361,7 @@ func eqPages[T any](t *testing.T, q ddbindex.Query[T], conv func(T) eqGSIItem, l
 		p, err := q.After(cursor).Page(t.Context())
 		require.NoError(t, err, "%s: page %d", what, n)
 		requests++
-		items := make([]eqGSIItem, len(p.Items))
-		for i, it := range p.Items {
-			items[i] = conv(it)
-		}
+		items := eqConv(p.Items, conv)
 		if len(items) == 0 && p.Cursor == "" && len(pages) > 0 {
 			// The last page did not read its look-ahead item (it would
 			// have cost another read unit): its cursor led here, to

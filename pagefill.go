@@ -301,9 +301,10 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	defer func() { q.failedFill(ctx, err, pg.total) }()
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the
-	// cursor is then "" exactly when nothing live follows, so no call ends
-	// on an empty page. Page boundaries depend on the live items alone (a
-	// GSI and an index table agree on them).
+	// cursor is then "" exactly when nothing live follows, unless reading it
+	// would cost another read unit (see below), when the cursor may lead to
+	// an empty page. Page boundaries depend on the live items alone (a GSI
+	// and an index table agree on them).
 	want := pageWant(limit, peek)
 	var raw []map[string]types.AttributeValue
 	var capErr error
@@ -388,8 +389,8 @@ func (pg *pager[T]) remember() {
 	if live, read := pg.size.evidence(); read > 0 {
 		pg.q.t.memo.put(pg.p.memoKey, live, read)
 	}
-	if n := pg.size.sampled[0]; n > 0 && !pg.size.projected {
-		pg.q.t.memo.putItemBytes(pg.p.memoKey, float64(pg.size.sampled[1])/float64(n))
+	if b := pg.size.liveBytes(); b > 0 && !pg.size.projected {
+		pg.q.t.memo.putItemBytes(pg.p.memoKey, b)
 	}
 }
 
@@ -452,13 +453,20 @@ type sizer struct {
 // known.
 func (s *sizer) itemBytes() float64 {
 	b := s.unitBytes
-	if s.sampled[0] > 0 {
-		avg := float64(s.sampled[1])/float64(s.sampled[0]) + float64(s.deadExtra)
-		if b == 0 || avg < b {
+	if live := s.liveBytes(); live > 0 {
+		if avg := live + float64(s.deadExtra); b == 0 || avg < b {
 			b = avg
 		}
 	}
 	return b
+}
+
+// liveBytes is the mean size of the live items the call sampled (0: none).
+func (s *sizer) liveBytes() float64 {
+	if s.sampled[0] == 0 {
+		return 0
+	}
+	return float64(s.sampled[1]) / float64(s.sampled[0])
 }
 
 // moreUnits reports whether a request of n items is expected to pay more
@@ -473,8 +481,8 @@ func (s *sizer) moreUnits(n, m int) bool {
 		if b == 0 {
 			return false
 		}
-	case s.sampled[0] > 0:
-		b = float64(s.sampled[1]) / float64(s.sampled[0])
+	case s.liveBytes() > 0:
+		b = s.liveBytes()
 	case s.priorBytes > 0:
 		b = s.priorBytes
 	default:
