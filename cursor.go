@@ -19,7 +19,9 @@ import (
 //
 //	version   1 byte (cursorVersion)
 //	flags     1 byte (bit 0: descending; bit 1: a next position follows;
-//	          bit 2: the next position is a dead-through position, see below)
+//	          bit 2: the next position is a dead-through position, see below;
+//	          bit 3: with bit 2, that position was evaluated on a form whose
+//	          sort key may repeat)
 //	index     uvarint length + logical index name ("" for the base table)
 //	count     uvarint: number of fields
 //	fields    count × (uvarint length + attribute name, uvarint length + key text)
@@ -42,7 +44,13 @@ import (
 // It is the key of an item DynamoDB returned as LastEvaluatedKey, so it is a
 // real start key on every key type, where a start key just before a live
 // item cannot always be built (a native String read in descending order may
-// hold any character). Decoding is strict: every
+// hold any character). Where the sort key may repeat (a native GSI or LSI
+// sort key), DynamoDB orders the entries that share a sort value, and a form
+// whose sort key ends with the base key (an index table) may order them
+// otherwise; bit 3 says which kind of form evaluated the position, and the
+// next page starts from it only on a form of the same kind (else after the
+// last item, reading the dead entries again rather than skipping a live one
+// that the other order placed before the position). Decoding is strict: every
 // field must be the index's, in order, of its declared form, and both
 // positions must lie in the query's partition and range, next after the
 // last item.
@@ -52,6 +60,7 @@ const (
 	flagDesc      = 1 << 0
 	flagNext      = 1 << 1
 	flagThrough   = 1 << 2
+	flagTied      = 1 << 3
 	macSize       = sha256.Size
 )
 
@@ -64,7 +73,10 @@ type cursorPos struct {
 	at      position
 	next    position // nil when unknown
 	through bool     // next is the last position evaluated, not a live item
-	digest  readDigest
+	// tied: with through, next was evaluated on a form whose sort key may
+	// repeat (its place among ties is the server's order).
+	tied   bool
+	digest readDigest
 }
 
 // readDigest identifies what a read counted as live: its filter (the
@@ -97,6 +109,9 @@ func encodeCursor(d *layout, c cursorPos, desc bool, key []byte) string {
 		flags |= flagNext
 		if c.through {
 			flags |= flagThrough
+			if c.tied {
+				flags |= flagTied
+			}
 		}
 	}
 	b = append(b, cursorVersion, flags)
@@ -218,7 +233,8 @@ func readCursor(d *layout, token string, wantDesc *bool, o *settings) (cursorPos
 	if raw[0] != cursorVersion {
 		return none, false, cursorErr(nil, "unknown version %d", raw[0])
 	}
-	if raw[1]&^(flagDesc|flagNext|flagThrough) != 0 || raw[1]&(flagNext|flagThrough) == flagThrough {
+	if raw[1]&^(flagDesc|flagNext|flagThrough|flagTied) != 0 || raw[1]&(flagNext|flagThrough) == flagThrough ||
+		raw[1]&(flagThrough|flagTied) == flagTied {
 		return none, false, cursorErr(nil, "unknown flags 0x%02x", raw[1])
 	}
 	if wantDesc != nil && (raw[1]&flagDesc != 0) != *wantDesc {
@@ -255,7 +271,7 @@ func readCursor(d *layout, token string, wantDesc *bool, o *settings) (cursorPos
 			return none, false, err
 		}
 	}
-	c := cursorPos{at: at, through: raw[1]&flagThrough != 0}
+	c := cursorPos{at: at, through: raw[1]&flagThrough != 0, tied: raw[1]&flagTied != 0}
 	if raw[1]&flagNext != 0 {
 		c.next = make(position, len(d.slots))
 		for i, f := range d.slots {

@@ -97,9 +97,12 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 	// Both were checked when the cursor was decoded.
 	pg.esk, _ = p.def.startKey(p.start.at)
 	if p.start.next != nil && p.start.through {
-		// Everything up to next was read dead: start exactly after it.
-		if esk, err := p.def.startKey(p.start.next); err == nil {
-			pg.esk, pg.pos = esk, p.start.next
+		// Everything up to next was read dead: start exactly after it, on a
+		// form that orders ties as the one that read it did.
+		if p.start.tied == !p.def.uniqueSort {
+			if esk, err := p.def.startKey(p.start.next); err == nil {
+				pg.esk, pg.pos = esk, p.start.next
+			}
 		}
 		return pg
 	}
@@ -358,7 +361,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		if through != nil && !slices.Equal(through, end.at) && (end.next == nil || !pg.startsBefore(end)) {
 			// No start key just before the next live item (or no such item
 			// read): the next page starts after the last position read.
-			end.next, end.through = through, true
+			end.next, end.through, end.tied = through, true, !p.def.uniqueSort
 		}
 		pg.total.Dropped += len(raw) - limit
 		raw = raw[:limit]

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
 // ptItem has a GSI on a native String sort key: read in descending order, no
@@ -152,4 +154,97 @@ func ptNames(items []ptItem) []string {
 		out[i] = it.Name
 	}
 	return out
+}
+
+// ptTied keeps a GSI on a native Number sort key, whose values may repeat,
+// and its index table, whose sort key ends with the base key.
+type ptTied struct {
+	_    TableSpec `ddbindex:"pt_tied,softdelete"`
+	_    IndexSpec `ddbindex:"by_score,type=gsi,keep=table"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Feed string    `dynamodbav:"feed" ddbindex:"by_score.pk"`
+	Rank int64     `dynamodbav:"rank" ddbindex:"by_score.sk"`
+}
+
+// TestPageFillThroughTiedOtherForm: a GSI orders the entries that share a
+// native sort value as DynamoDB does, an index table by the base key. The
+// last position a page evaluated on one is followed only on a form that
+// orders ties the same way; on the other form the next page starts after the
+// page's last item, so no live tie is skipped, whatever order the server
+// gives ties.
+func TestPageFillThroughTiedOtherForm(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.Transactions) // write-through keeps the index table
+	ctx := context.Background()
+	tb, _ := newTestTable[ptTied](t, func(o *Options) { o.WriteThrough = true })
+	// Every entry has rank 7: ids i00, i01 live, a run of 60 dead, then
+	// i62..i65 live.
+	var live []string
+	for i := range 66 {
+		it := ptTied{ID: fmt.Sprintf("i%02d", i), Feed: "f", Rank: 7}
+		_, err := tb.Put(ctx, it)
+		require.NoError(t, err)
+		if i >= 2 && i < 62 {
+			require.NoError(t, tb.Delete(ctx, it))
+		} else {
+			live = append(live, it.ID)
+		}
+	}
+	ids := func(items []ptTied) []string {
+		out := make([]string, len(items))
+		for i, it := range items {
+			out[i] = it.ID
+		}
+		return out
+	}
+	d, err := tb.index("by_score")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		mint, use Kind
+		follows   bool
+	}{
+		{GSI, GSI, true},
+		{GSI, IndexTable, false},
+		{IndexTable, GSI, false},
+		{IndexTable, IndexTable, true},
+	} {
+		t.Run(c.mint.String()+"-then-"+c.use.String(), func(t *testing.T) {
+			q := tb.Query("by_score", "f").Limit(2)
+			p1, err := q.Via(c.mint).Page(ctx)
+			require.NoError(t, err)
+			require.Len(t, p1.Items, 2)
+			cur, err := decodeCursor(d, p1.Cursor, false, &tb.opts)
+			require.NoError(t, err)
+			require.NotNil(t, cur.next, "page 1 read into the run, and its cursor says how far")
+			// The GSI can build no start key just before a tied live item,
+			// so its cursor carries the last position evaluated; the index
+			// table's sort key is unique, and its cursor the next live item.
+			require.Equal(t, c.mint == GSI, cur.through)
+			require.Equal(t, c.mint == GSI, cur.tied, "the cursor says whether ties were in the server's order")
+
+			// The rest, page by page, on the other form (or the same).
+			got := ids(p1.Items)
+			var filtered int
+			for cursor, first := p1.Cursor, true; cursor != ""; first = false {
+				p, err := q.Via(c.use).After(cursor).Page(ctx)
+				require.NoError(t, err)
+				if first {
+					filtered = p.Stats.Filtered
+				}
+				got = append(got, ids(p.Items)...)
+				cursor = p.Cursor
+			}
+			require.ElementsMatch(t, live, got, "every live item once, in any tie order")
+			require.Len(t, got, len(live))
+			// Page 1 read some of the run; the page after it reads all 60
+			// again exactly when it starts after page 1's last item, as on
+			// a GSI from an index table's live position (no start key just
+			// before a tied entry).
+			if c.follows {
+				require.Less(t, filtered, 60, "the next page starts past what page 1 read dead")
+			} else {
+				require.Equal(t, 60, filtered, "the next page starts after page 1's last item")
+			}
+		})
+	}
 }
