@@ -30,7 +30,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/av"
 )
 
-// This file holds the read-path benchmarks of issue 3 and the property test
+// This file holds the read-path benchmarks and the property test
 // that guards the page-fill policy they tune:
 //
 //   - BenchmarkRawSDKQuery and BenchmarkQueryOverhead: the CPU cost of one

@@ -21,8 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Property tests of the composite key encoding (BRIEF, "Composite keys: the
-// encoding"): round trip, order, exact prefixes, totality and strict decoding.
+// Property tests of the composite key encoding (keybuilder.go): round trip, order, exact prefixes, totality and strict decoding.
 // Every random test logs its seed; set KB_SEED=<seed> to replay one.
 
 // ---- a KeyTexter defined by the test ----------------------------------------
@@ -382,7 +381,7 @@ func (g kbGen) mutate(k kbKind, v any) any {
 
 // ---- the reference order ----------------------------------------------------------
 
-// kbCompare compares two component values of one type as the BRIEF says:
+// kbCompare compares two component values of one type as keybuilder.go orders them:
 // strings bytewise, numbers numerically, times chronologically.
 func kbCompare(a, b any) int {
 	switch a := a.(type) {
@@ -547,7 +546,7 @@ func TestEncodeKeyReadableExamples(t *testing.T) {
 	assert.Equal(t, []byte("a#"), b)
 }
 
-// Valid UTF-8 strings encode exactly as the BRIEF's scheme says (and as they
+// Valid UTF-8 strings encode exactly as keybuilder.go's scheme says (and as they
 // did before strings had to be valid UTF-8): every byte 0x00-0x24 as "$XX",
 // every other byte kept. The reference is written here, independently.
 func TestKeyValidStringsEncodeAsBefore(t *testing.T) {
@@ -793,7 +792,7 @@ func TestKeyPrefixNearMisses(t *testing.T) {
 		full, lead []any
 		match      bool
 	}{
-		{[]any{"a#b", "x"}, []any{"a"}, false},      // the BRIEF's counterexample to '##' escaping
+		{[]any{"a#b", "x"}, []any{"a"}, false},      // a counterexample to '##' escaping
 		{[]any{"a", "b", "x"}, []any{"a"}, true},    //
 		{[]any{"a$23", "x"}, []any{"a$"}, false},    // an escape-looking value
 		{[]any{"a$", "x"}, []any{"a$23"}, false},    //

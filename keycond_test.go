@@ -19,7 +19,7 @@ import (
 )
 
 // Tests of the sort-condition translation (keycond.go) for every key shape,
-// against the BRIEF's bound table: with p the encoded leading components,
+// against this bound table: with p the encoded leading components,
 //
 //	more components follow p:  = p  begins_with(SK, p#)   < p  SK < p#   <= p  SK < p$
 //	                           > p  SK > p$   >= p  SK >= p#   BETWEEN p AND q  SK BETWEEN p# AND q$
@@ -959,8 +959,8 @@ func TestKeyDecodeRejects(t *testing.T) {
 // ---- []byte components and UTF-8 ------------------------------------------------
 
 // A []byte component of a composite key is upper-case hex, two digits a byte:
-// it holds any byte, sorts as the bytes do, and the bounds of the BRIEF's
-// table apply to it unchanged. A native Binary key keeps the raw bytes.
+// it holds any byte, sorts as the bytes do, and the bounds of the table at
+// the top of this file apply to it unchanged. A native Binary key keeps the raw bytes.
 func TestSortCondBytesComponent(t *testing.T) {
 	s := kcSchema(t)
 	d := kcDef(t, "by_bin")

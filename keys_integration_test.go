@@ -1,6 +1,6 @@
 package ddbindex
 
-// The integration test of the composite key encoding (issue 2): hostile
+// The integration test of the composite key encoding: hostile
 // items are written to the server, and every sort operator's result set and
 // order, read through DynamoDB, must equal a brute-force answer computed
 // here from the same items. It covers a GSI with a derived composite key

@@ -294,8 +294,8 @@ func pfmSum(cs []pfmCost, from int) pfmCost {
 }
 
 // TestPageFillCostModel reads five descending pages of 20 through every
-// pattern and holds the page fill to issue 7's targets, with entries of the
-// issue's size (about 234 bytes) and the memory of earlier calls warm (a
+// pattern and holds the page fill to its targets, with entries of the
+// size the targets were set for (about 234 bytes) and the memory of earlier calls warm (a
 // Table that served the partition before), against the floor (an oracle
 // that knows where the tombstones are and reads each page in one request
 // ending at its last live item) and the naive loop:

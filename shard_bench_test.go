@@ -21,7 +21,7 @@ import (
 )
 
 // BenchmarkShardedPage measures what a page of a sharded index costs against
-// the same page of the unsharded index over the same data (issue 10):
+// the same page of the unsharded index over the same data:
 // requests and read units per page of 20 for S = 4, 16 and 64, and the wall
 // time of a page read with concurrent shard queries (ShardFanout 16) against
 // the same page read one shard query at a time (ShardFanout 1) and against
@@ -56,7 +56,7 @@ import (
 // observed yields, refills of the drained shards alone, each request
 // filling the 4 KB blocks it pays for).
 //
-// Issue 10's targets, at S=16: RCU-x <= 2 and wall-x-base <= 2. A Query
+// The targets, at S=16: RCU-x <= 2 and wall-x-base <= 2. A Query
 // costs the size it reads rounded up to 4 KB, at least one 4 KB block, half
 // a read unit each when eventually consistent (see shbProbeUnits), and a
 // page of S shards sends at least S requests: a page costs at least S/2

@@ -16,7 +16,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
-// Tests of issue 7, section 1: a time.Time key component has one key,
+// Tests of time keys: a time.Time key component has one key,
 // whichever path derives it. A GSI key is derived from the value when the
 // item is marshalled; an index-table key from the stored attribute (stream,
 // Apply, Backfill, write-through). The library refuses, before any

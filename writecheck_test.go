@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests of issue 7, section 2(b): Put and Move check every key they imply,
+// Tests of key checks: Put and Move check every key they imply,
 // index-table keys included, before any request and in every upkeep mode,
 // with the code the stream consumer uses: an item whose index-table entry
 // the consumer would refuse on every pass is never written.

@@ -18,7 +18,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
-// Tests of issue 7, section 6: Put, Update, Move and Delete under a fault
+// Tests of writes under faults: Put, Update, Move and Delete under a fault
 // transport (throttling, 500s, resets before and after the server applied
 // the request, lost answers) at 5% and 30% of all requests, in both upkeep
 // modes, against ground truth. One writer, one goroutine and fixed seeds, so

@@ -15,7 +15,7 @@ import (
 	"github.com/ddbindex/ddbindex/internal/faults"
 )
 
-// Tests of issue 7, section 3: a conditional write that was applied but
+// Tests of lost answers: a conditional write that was applied but
 // whose answer was lost is retried by the SDK, and the retry fails its own
 // condition. The library must report success for its own write, and a
 // conflict for another writer's.
