@@ -440,8 +440,12 @@ type shardSizing struct {
 	// shard that the call needs, and the one after them, with probability
 	// 1-firstTail; a later request with 1-refillTail.
 	firstTail, refillTail float64
-	noFill                bool // requests do not fill the 4 KB blocks they pay for
-	noLookahead           bool // a round asks the blocked shards alone
+	// Entries of at least bigBytes (0: none) take the tails bigFirst and
+	// bigRefill instead: each entry asked for beyond need costs a read unit
+	// of its own, so asking for fewer, and more often again, costs less.
+	bigBytes, bigFirst, bigRefill float64
+	noFill                        bool // requests do not fill the 4 KB blocks they pay for
+	noLookahead                   bool // a round asks the blocked shards alone
 	// whole: every request asks for all the call still wants (and one
 	// more), as a merge that knows nothing of the spread would: the
 	// baseline BenchmarkShardedPage measures the sizing against.
@@ -451,9 +455,12 @@ type shardSizing struct {
 }
 
 // defaultShardSizing is the sizing of every Table's merges. Later requests
-// cost one round trip more, so they aim higher than first ones. Chosen with
-// TestShardedPageCostModel and BenchmarkShardedPage.
-var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1}
+// cost one round trip more, so they aim higher than first ones. Entries of
+// 2 KB or more fill a read unit each: asking for fewer keeps warm pages
+// within 1.25x the read units of a merge that knows every shard's entries,
+// for about one round more. Chosen with TestShardedPageCostModel and
+// BenchmarkShardedSizing.
+var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4}
 
 // round sends the requests fetch lists, at most fanout at a time, for a
 // call that wants want entries (0: all there are). The first blocked ones
@@ -522,6 +529,12 @@ func (m *merger[T]) size(f shardFetch, want int, b float64) int {
 	tail := m.sizing.refillTail
 	if !s.sent {
 		tail = m.sizing.firstTail
+	}
+	if big := m.sizing.bigBytes; big > 0 && b >= big {
+		tail = m.sizing.bigRefill
+		if !s.sent {
+			tail = m.sizing.bigFirst
+		}
 	}
 	live := min(rest+1, poissonQuantile(f.expected, tail)+1)
 	if m.sizing.whole {

@@ -416,16 +416,17 @@ func TestShardedPageCostModel(t *testing.T) {
 			// No merge reads less than the oracle: every shard must read
 			// up to the page's end, and one entry past it.
 			assert.GreaterOrEqual(t, warm.units, warm.oracle-1e-9, where)
-			assert.LessOrEqual(t, float64(warm.rounds)/w, 2.5, "%s: rounds", where)
+			// Entries of 2 KB or more are asked for sparingly, for a round
+			// more (see defaultShardSizing).
+			big := float64(f.size) >= defaultShardSizing.bigBytes
+			assert.LessOrEqual(t, float64(warm.rounds)/w, map[bool]float64{false: 2.5, true: 3.5}[big], "%s: rounds", where)
 			if f.density > 0 {
 				assert.LessOrEqual(t, warm.units, 2.2*warm.oracle, "%s: read units", where)
 				continue
 			}
-			// The sizing aimed at 3; after merging with the cursor's
-			// next-position narrowing, S=64 with 4 KB entries takes 4 at
-			// most (the mean stays within 2.5): a known gap, not a bug.
-			assert.LessOrEqual(t, warm.maxRounds, 4, "%s: rounds", where)
-			assert.LessOrEqual(t, warm.units, 1.6*warm.oracle, "%s: read units", where)
+			assert.LessOrEqual(t, warm.maxRounds, map[bool]int{false: 4, true: 6}[big], "%s: rounds", where)
+			// Warm pages stay within 1.25x the oracle's read units.
+			assert.LessOrEqual(t, warm.units, 1.25*warm.oracle, "%s: read units", where)
 			if 4096/f.size >= shmLimit {
 				// One 4 KB block holds every entry a shard may need: each
 				// shard's first request reads them all, at the least cost
@@ -447,17 +448,26 @@ func TestShardedPageCostModel(t *testing.T) {
 // oracle's (x-oracle), and rounds, for warm pages and for page 1 on a cold
 // Table (cold-...).
 func BenchmarkShardedSizing(b *testing.B) {
+	with := func(change func(*shardSizing)) shardSizing {
+		s := defaultShardSizing
+		change(&s)
+		return s
+	}
 	variants := []struct {
 		name   string
 		sizing shardSizing
 	}{
 		{"default", defaultShardSizing},
-		{"no-lookahead", shardSizing{firstTail: 0.3, refillTail: 0.1, noLookahead: true}},
-		{"no-fill", shardSizing{firstTail: 0.3, refillTail: 0.1, noFill: true}},
-		{"neither", shardSizing{firstTail: 0.3, refillTail: 0.1, noFill: true, noLookahead: true}},
-		{"tails-0.5-0.3", shardSizing{firstTail: 0.5, refillTail: 0.3}},
-		{"tails-0.1-0.05", shardSizing{firstTail: 0.1, refillTail: 0.05}},
+		{"no-lookahead", with(func(s *shardSizing) { s.noLookahead = true })},
+		{"no-fill", with(func(s *shardSizing) { s.noFill = true })},
+		{"neither", with(func(s *shardSizing) { s.noFill, s.noLookahead = true, true })},
+		{"tails-0.5-0.3", with(func(s *shardSizing) { s.firstTail, s.refillTail = 0.5, 0.3 })},
+		{"tails-0.1-0.05", with(func(s *shardSizing) { s.firstTail, s.refillTail = 0.1, 0.05 })},
 		{"whole-page", shardSizing{firstTail: 1e-12, refillTail: 1e-12}},
+		{"big-like-small", shardSizing{firstTail: 0.3, refillTail: 0.1}},
+		{"big-0.5-0.3", shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.5, bigRefill: 0.3}},
+		{"big-0.7-0.5", shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.7, bigRefill: 0.5}},
+		{"800B-is-big", shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 800, bigFirst: 0.6, bigRefill: 0.4}},
 	}
 	for _, S := range []int{4, 16, 64} {
 		for _, f := range shmFeeds {
