@@ -105,8 +105,8 @@ func (t *Table[T]) newBackfill(index string) (*backfiller[T], error) {
 		return b, nil
 	}
 	for _, k := range []*keyAttr{d.pk, d.sk} {
-		if k == nil || k.native || k == t.s.base.pk || k == t.s.base.sk {
-			continue // a model attribute, or the base key an LSI shares
+		if !d.onBaseItem(k) {
+			continue // model attributes, or the base key an LSI shares
 		}
 		b.derived = append(b.derived, k)
 		for _, c := range k.components() {

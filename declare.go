@@ -104,6 +104,11 @@ func (c *component) sameFormat() bool {
 type keyAttr struct {
 	attr   string
 	native bool // a single component stored as the model attribute itself
+	// attrs, for a multi-attribute key (a NativeGSI's), are its key
+	// attributes, one native keyAttr per component, in key schema order;
+	// parts lists the same components, attr and scalar are those of the
+	// first. nil for a key of one attribute.
+	attrs  []*keyAttr
 	parts  []*component
 	suffix []*component // base key components appended for uniqueness and a total order
 	scalar types.ScalarAttributeType
@@ -335,7 +340,7 @@ func (p *declParser) spec(sf reflect.StructField) error {
 		case (k == "type" || k == "keep") && !isTable:
 			kind, ok := indexKind(v)
 			if !ok {
-				return p.fail(sf.Name, d.name, "%s=%s is not an index type (want gsi, lsi or table)", k, v)
+				return p.fail(sf.Name, d.name, "%s=%s is not an index type (want gsi, lsi, table or native-gsi)", k, v)
 			}
 			if k == "type" {
 				d.kind = kind
@@ -344,7 +349,7 @@ func (p *declParser) spec(sf reflect.StructField) error {
 			}
 		case k == "name" && !isTable:
 			d.names[noKind] = v
-		case (k == "gsi" || k == "lsi" || k == "table") && !isTable:
+		case (k == "gsi" || k == "lsi" || k == "table" || k == "native-gsi") && !isTable:
 			kind, _ := indexKind(k)
 			d.names[kind] = v
 		case k == "shards" && !isTable:
@@ -364,7 +369,7 @@ func (p *declParser) spec(sf reflect.StructField) error {
 		default:
 			return p.fail(sf.Name, d.name, "unknown option %q in %s tag", w, sf.Type.Name())
 		}
-		if (k == "pk" || k == "sk" || k == "name" || k == "gsi" || k == "lsi" || k == "table") && v == "" {
+		if (k == "pk" || k == "sk" || k == "name" || k == "gsi" || k == "lsi" || k == "table" || k == "native-gsi") && v == "" {
 			return p.fail(sf.Name, d.name, "option %s needs a value", k)
 		}
 	}
@@ -372,7 +377,7 @@ func (p *declParser) spec(sf reflect.StructField) error {
 		return nil
 	}
 	if d.kind == noKind {
-		return p.fail(sf.Name, d.name, "type= is missing (want type=gsi, type=lsi or type=table)")
+		return p.fail(sf.Name, d.name, "type= is missing (want type=gsi, type=lsi, type=table or type=native-gsi)")
 	}
 	if d.keep == d.kind {
 		return p.fail(sf.Name, d.name, "keep=%s names the declared type itself: keep= names the other form kept during a migration", d.keep)
@@ -570,7 +575,7 @@ func (p *declParser) layouts() error {
 		// gsi=, lsi= or table= of a form the index neither is nor keeps
 		// names where that form lived (schema.Check looks for it there):
 		// the index must be able to have it, under a valid name.
-		for _, kind := range []Kind{GSI, LSI, IndexTable} {
+		for _, kind := range indexKinds {
 			if _, named := d.names[kind]; named && kind != d.kind && kind != d.keep {
 				if _, err := layoutOf(d, kind); err != nil {
 					return err

@@ -27,7 +27,7 @@ type IndexInfo struct {
 
 // IndexForm is one form of an index: where its entries live.
 type IndexForm struct {
-	// Kind is the form: BaseTable, GSI, LSI or IndexTable.
+	// Kind is the form: BaseTable, GSI, LSI, IndexTable or NativeGSI.
 	Kind Kind
 	// Table is the physical table that holds the entries (for a GSI or an
 	// LSI, the base table).

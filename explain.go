@@ -76,7 +76,7 @@ func (r Request) target() string {
 		table, index = aws.ToString(r.Input.TableName), aws.ToString(r.Input.IndexName)
 	}
 	switch r.Kind {
-	case GSI, LSI:
+	case GSI, LSI, NativeGSI:
 		return fmt.Sprintf("%s %s of table %s", r.Kind, index, table)
 	case IndexTable:
 		return "index table " + table

@@ -18,7 +18,12 @@ import (
 // test when no server is configured.
 func newTestTable[T any](t testing.TB, optFns ...func(*Options)) (*Table[T], *dynamodb.Client) {
 	t.Helper()
-	c := ddbtest.Client(t)
+	return newTestTableOn[T](t, ddbtest.Client(t), optFns...)
+}
+
+// newTestTableOn is newTestTable with the client c.
+func newTestTableOn[T any](t testing.TB, c *dynamodb.Client, optFns ...func(*Options)) (*Table[T], *dynamodb.Client) {
+	t.Helper()
 	prefix := ddbtest.Name(t, "")
 	fns := append([]func(*Options){func(o *Options) {
 		o.TableName = func(s string) string { return prefix + "-" + s }

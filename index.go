@@ -26,15 +26,24 @@ const (
 	// IndexTable is a separate table that ddbindex's write side keeps in step
 	// with the base table (from a stream, or written through).
 	IndexTable
+	// NativeGSI is a global secondary index whose key is the model's own
+	// attributes, one key attribute per declared component (up to four
+	// partition and four sort components, each keeping its type): a
+	// multi-attribute key, with no derived attribute to write or backfill.
+	// DynamoDB keeps it, eventually consistent.
+	NativeGSI
 )
 
-// String returns the tag word for k.
+// indexKinds are the kinds an index can have, in the order errors and
+// listings name them.
+var indexKinds = []Kind{GSI, LSI, IndexTable, NativeGSI}
+
 // noKind marks a declaration's type= or keep= as not given.
 const noKind Kind = 255
 
 // indexKind reads the tag word of an index type.
 func indexKind(word string) (Kind, bool) {
-	for _, k := range []Kind{GSI, LSI, IndexTable} {
+	for _, k := range indexKinds {
 		if word == k.String() {
 			return k, true
 		}
@@ -42,6 +51,7 @@ func indexKind(word string) (Kind, bool) {
 	return noKind, false
 }
 
+// String returns the tag word for k.
 func (k Kind) String() string {
 	switch k {
 	case BaseTable:
@@ -52,6 +62,8 @@ func (k Kind) String() string {
 		return "lsi"
 	case IndexTable:
 		return "table"
+	case NativeGSI:
+		return "native-gsi"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -143,10 +155,10 @@ func (s *schema) keyAttr(def *layout, part, name string, comps, suffix []*compon
 
 // onBaseItem reports whether k, one of l's key attributes, is a derived
 // attribute that l itself keeps on the base item: not a native key (a model
-// attribute), not in an index table, and not the base table's partition key
+// attribute) nor a multi-attribute key (model attributes), not in an index table, and not the base table's partition key
 // that an LSI shares.
 func (l *layout) onBaseItem(k *keyAttr) bool {
-	return k != nil && !k.native && !l.ownTable && !(l.kind == LSI && k == l.schema.base.pk)
+	return k != nil && !k.native && k.attrs == nil && !l.ownTable && !(l.kind == LSI && k == l.schema.base.pk)
 }
 
 func (d *layout) label() string {
@@ -204,6 +216,9 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 		return &Error{Sentinel: ErrDeclaration, Model: s.model, Field: field, Index: d.name, Reason: fmt.Sprintf(format, args...)}
 	}
 	l := &layout{schema: s, decl: d, name: d.name, kind: kind, project: d.project, keysOnly: d.keysOnly, slots: d.slots}
+	if kind == NativeGSI {
+		return nativeLayout(l, fail)
+	}
 	var base *declaration
 	if kind != BaseTable {
 		base = s.base.decl
@@ -310,6 +325,98 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// maxKeyAttrs is the most key attributes of each role (partition, sort) a
+// GSI key may have: DynamoDB's limit for multi-attribute keys.
+const maxKeyAttrs = 4
+
+// nativeLayout completes l, a NativeGSI layout: one key attribute per
+// declared component, the component's own model attribute, keeping its
+// type. pk= and sk= (the derived form's attribute names) do not apply.
+func nativeLayout(l *layout, fail func(field, format string, args ...any) error) (*layout, error) {
+	d, s := l.decl, l.schema
+	if d.shards > 0 {
+		return nil, fail("", "a native-gsi cannot be sharded: remove shards=%d, or make the index a gsi or table", d.shards)
+	}
+	seen := map[string]bool{}
+	multi := func(part string, comps []*component) (*keyAttr, error) {
+		if len(comps) == 0 {
+			return nil, nil
+		}
+		if len(comps) > maxKeyAttrs {
+			return nil, fail(comps[maxKeyAttrs].f.goName, "a native-gsi key has at most %d %s components (DynamoDB's limit); this one has %d: make the index a gsi (a derived key)", maxKeyAttrs, map[string]string{"pk": "partition", "sk": "sort"}[part], len(comps))
+		}
+		k := &keyAttr{parts: comps, partition: part == "pk"}
+		for _, c := range comps {
+			if !nativeOK([]*component{c}) {
+				why := "its format is not the attribute's own"
+				switch {
+				case c.label != "":
+					why = "it has a label"
+				case c.enc.width != 0:
+					why = "it has a fixed width"
+				case c.enc.kind == encTime:
+					why = "a time.Time's RFC 3339 text does not sort chronologically"
+				case c.enc.kind == encCustom:
+					why = "a " + c.f.typ.String() + " is not a String, Number or Binary key"
+				}
+				return nil, fail(c.f.goName, "%s cannot be a native-gsi key attribute: %s; make the index a gsi (a derived key)", c.f.attr, why)
+			}
+			if seen[c.f.attr] {
+				return nil, fail(c.f.goName, "%s is a key attribute of the native-gsi twice", c.f.attr)
+			}
+			seen[c.f.attr] = true
+			sub, err := s.keyAttr(l, part, "", []*component{c}, nil)
+			if err != nil {
+				return nil, err
+			}
+			k.attrs = append(k.attrs, sub)
+		}
+		k.attr, k.scalar = k.attrs[0].attr, k.attrs[0].scalar
+		return k, nil
+	}
+	var err error
+	if l.pk, err = multi("pk", d.partition(s.base.decl)); err != nil {
+		return nil, err
+	}
+	if l.pk == nil {
+		return nil, fail("", "the base table has no partition component: tag a field with %s", roleTag(d.name, "pk"))
+	}
+	if l.sk, err = multi("sk", d.sk); err != nil {
+		return nil, err
+	}
+	l.table, l.index = s.table, cmp.Or(d.names[NativeGSI], d.name)
+	if !physicalName.MatchString(l.index) {
+		return nil, fail("", "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", l.index)
+	}
+	for _, k := range l.keyAttrs() {
+		l.stored = append(l.stored, k)
+	}
+	for _, k := range []*keyAttr{s.base.pk, s.base.sk} {
+		if k != nil && !slices.ContainsFunc(l.stored, func(o *keyAttr) bool { return o.attr == k.attr }) {
+			l.stored = append(l.stored, k)
+		}
+	}
+	l.tombstones = s.softDelete
+	return l, nil
+}
+
+// keyAttrs lists l's own key attributes as DynamoDB keys them: the
+// partition key's, then the sort key's (several each for a multi-attribute
+// key).
+func (l *layout) keyAttrs() []*keyAttr {
+	var out []*keyAttr
+	for _, k := range []*keyAttr{l.pk, l.sk} {
+		switch {
+		case k == nil:
+		case k.attrs != nil:
+			out = append(out, k.attrs...)
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // other is the kind an index of kind k would be in a migration: a GSI or an

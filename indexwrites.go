@@ -289,8 +289,8 @@ func versionValue(v string) (types.AttributeValue, error) {
 // sameKey reports whether two items hold the same key of d, compared as
 // DynamoDB compares keys (a Number by value).
 func sameKey(d *layout, a, b map[string]types.AttributeValue) bool {
-	for _, k := range []*keyAttr{d.pk, d.sk} {
-		if k != nil && !av.Equal(a[k.attr], b[k.attr]) {
+	for _, k := range d.keyAttrs() {
+		if !av.Equal(a[k.attr], b[k.attr]) {
 			return false
 		}
 	}

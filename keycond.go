@@ -119,6 +119,24 @@ type keyCond struct {
 	op     condOp
 	a, b   types.AttributeValue
 	oa, ob string
+	// terms, on a multi-attribute sort key, are what DynamoDB is asked
+	// instead of attr, op, a and b: equalities on leading attributes, and
+	// at most one other condition, on the attribute after them. op, oa
+	// and ob are then the same condition on the ordered form of the key
+	// (the composite encoding of its components).
+	terms []keyCond
+}
+
+// builders returns the key conditions on the sort key attributes.
+func (kc *keyCond) builders() []expression.KeyConditionBuilder {
+	if kc.terms == nil {
+		return []expression.KeyConditionBuilder{kc.builder()}
+	}
+	out := make([]expression.KeyConditionBuilder, len(kc.terms))
+	for i := range kc.terms {
+		out[i] = kc.terms[i].builder()
+	}
+	return out
 }
 
 // builder returns the key condition on the sort key attribute.
@@ -164,6 +182,13 @@ func (kc *keyCond) match(ord string) bool {
 
 // String renders kc as DynamoDB sees it.
 func (kc *keyCond) String() string {
+	if kc.terms != nil {
+		parts := make([]string, len(kc.terms))
+		for i := range kc.terms {
+			parts[i] = kc.terms[i].String()
+		}
+		return strings.Join(parts, " AND ")
+	}
 	if kc.op == opBetween {
 		return fmt.Sprintf("%s BETWEEN %s AND %s", kc.attr, avString(kc.a), avString(kc.b))
 	}
@@ -191,7 +216,11 @@ func (d *layout) sortCond(c SortCondition) (*keyCond, error) {
 	}
 	kc := &keyCond{attr: k.attr, op: c.op}
 	if c.op == opBeginsWith {
-		return d.beginsWith(kc, c.lo)
+		kc, err := d.beginsWith(kc, c.lo)
+		if err != nil || kc == nil || k.attrs == nil {
+			return kc, err
+		}
+		return d.multiTerms(kc, c)
 	}
 	lo, loMore, err := d.bound(c.lo)
 	if err != nil {
@@ -237,8 +266,144 @@ func (d *layout) sortCond(c SortCondition) (*keyCond, error) {
 	if kc.op == opBetween && kc.oa > kc.ob {
 		return nil, queryErr(d.name, "BETWEEN bounds are reversed: %s is above %s", tupleString(c.lo), tupleString(c.hi))
 	}
+	if k.attrs != nil {
+		return d.multiTerms(kc, c)
+	}
 	if err := d.checkCondSize(kc); err != nil {
 		return nil, err
+	}
+	return kc, nil
+}
+
+// multiTerms sets kc.terms, the conditions DynamoDB takes on a
+// multi-attribute sort key for c: every attribute before the last one the
+// condition names takes =, and that one =, <, <=, >, >=, BETWEEN or
+// begins_with. A condition that needs more (a range that spans a leading
+// component) is refused before any request. kc holds c on the key's ordered
+// form already.
+func (d *layout) multiTerms(kc *keyCond, c SortCondition) (*keyCond, error) {
+	k := d.sk
+	value := func(i int, v any) (types.AttributeValue, string, error) {
+		sub, comp := k.attrs[i], k.parts[i]
+		rv, err := coerce(v, comp.f)
+		if err != nil {
+			return nil, "", queryErr(d.name, "%v", err)
+		}
+		t, err := comp.enc.text(rv)
+		if err != nil {
+			return nil, "", queryErr(d.name, "%s: %v", comp.f.attr, err)
+		}
+		av, err := sub.physical(func(*field) string { return t })
+		if err != nil {
+			return nil, "", queryErr(d.name, "%v", err)
+		}
+		return av, t, nil
+	}
+	term := func(i int, op condOp, v any) (keyCond, string, error) {
+		av, t, err := value(i, v)
+		return keyCond{attr: k.attrs[i].attr, op: op, a: av, oa: t}, t, err
+	}
+	eqs := func(values []any) ([]keyCond, error) {
+		out := make([]keyCond, len(values))
+		for i, v := range values {
+			var err error
+			if out[i], _, err = term(i, opEq, v); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	var err error
+	switch c.op {
+	case opEq:
+		kc.terms, err = eqs(c.lo)
+	case opLt, opLe, opGt, opGe:
+		if len(c.lo) != 1 {
+			return nil, queryErr(d.name, "%s compares %d sort components as a tuple, which a native-gsi key condition cannot express (a range goes on one attribute, after equal leading ones): for a range on %s with the leading components equal, use Between(K(...), K(...)) with the same leading values, or read the derived gsi form",
+				opNames[c.op], len(c.lo), k.parts[len(c.lo)-1].f.attr)
+		}
+		var t keyCond
+		t, _, err = term(0, c.op, c.lo[0])
+		kc.terms = []keyCond{t}
+	case opBetween:
+		// The leading values both bounds share are equalities; the rest
+		// must be one range on the attribute after them.
+		m := 0
+		for m < len(c.lo) && m < len(c.hi) {
+			_, a, err := value(m, c.lo[m])
+			if err != nil {
+				return nil, err
+			}
+			_, b, err := value(m, c.hi[m])
+			if err != nil {
+				return nil, err
+			}
+			if a != b {
+				break
+			}
+			m++
+		}
+		if kc.terms, err = eqs(c.lo[:m]); err != nil {
+			return nil, err
+		}
+		switch {
+		case len(c.lo) == m && len(c.hi) == m:
+		case len(c.lo) == m+1 && len(c.hi) == m+1:
+			lo, _, err := term(m, opBetween, c.lo[m])
+			if err != nil {
+				return nil, err
+			}
+			hi, _, err := term(m, opBetween, c.hi[m])
+			if err != nil {
+				return nil, err
+			}
+			lo.b, lo.ob = hi.a, hi.oa
+			kc.terms = append(kc.terms, lo)
+		case len(c.lo) == m && len(c.hi) == m+1:
+			hi, _, err := term(m, opLe, c.hi[m])
+			if err != nil {
+				return nil, err
+			}
+			kc.terms = append(kc.terms, hi)
+		case len(c.hi) == m && len(c.lo) == m+1:
+			lo, _, err := term(m, opGe, c.lo[m])
+			if err != nil {
+				return nil, err
+			}
+			kc.terms = append(kc.terms, lo)
+		default:
+			return nil, queryErr(d.name, "BETWEEN %s AND %s ranges over more than one sort component, which a native-gsi key condition cannot express (a range goes on one attribute, after equal leading ones): give both bounds the same leading values and one more value each (or one bound only the leading values), or read the derived gsi form",
+				tupleString(c.lo), tupleString(c.hi))
+		}
+	case opBeginsWith:
+		n := len(c.lo)
+		if kc.terms, err = eqs(c.lo[:n-1]); err != nil {
+			return nil, err
+		}
+		prefix, _ := stringValue(c.lo[n-1])
+		if prefix != "" {
+			t := keyCond{attr: k.attrs[n-1].attr, op: opBeginsWith, oa: prefix, a: &types.AttributeValueMemberS{Value: prefix}}
+			if k.attrs[n-1].scalar == types.ScalarAttributeTypeB {
+				// The expression builder sends a begins_with prefix as a
+				// String. The Binary values that begin with p are those
+				// from p to p followed by bytes 0xFF up to the size limit.
+				hi := append([]byte(prefix), make([]byte, max(0, maxSortKeyBytes-len(prefix)))...)
+				for i := len(prefix); i < len(hi); i++ {
+					hi[i] = 0xFF
+				}
+				t.op, t.a, t.b = opBetween, &types.AttributeValueMemberB{Value: []byte(prefix)}, &types.AttributeValueMemberB{Value: hi}
+			}
+			if len(prefix) > maxSortKeyBytes {
+				return nil, queryErr(d.name, "the begins_with prefix for %s is %d bytes, over DynamoDB's %d-byte limit for a sort key value", t.attr, len(prefix), maxSortKeyBytes)
+			}
+			kc.terms = append(kc.terms, t)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(kc.terms) == 0 {
+		return nil, nil // begins_with "" on the first component: every key
 	}
 	return kc, nil
 }
@@ -321,7 +486,7 @@ func (d *layout) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 	n := len(values)
 	last := k.parts[n-1]
 	if last.enc.kind != encString && last.enc.kind != encBytes {
-		return nil, queryErr(d.name, "begins_with needs a string component; %s is %s", last.f.attr, last.f.typ)
+		return nil, queryErr(d.name, "begins_with needs a string component; %s is %s: for a range of its values use Between", last.f.attr, last.f.typ)
 	}
 	prefix, ok := stringValue(values[n-1])
 	if !ok {
@@ -349,6 +514,9 @@ func (d *layout) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 	kc.a = &types.AttributeValueMemberS{Value: kc.oa}
 	if k.scalar == types.ScalarAttributeTypeB {
 		kc.a = &types.AttributeValueMemberB{Value: []byte(kc.oa)}
+	}
+	if k.attrs != nil {
+		return kc, nil // multiTerms checks each attribute's value
 	}
 	if err := d.checkCondSize(kc); err != nil {
 		return nil, err
@@ -390,11 +558,62 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 		texts[i] = t
 		byField.put(c.f, t)
 	}
+	if k.attrs != nil {
+		for _, sub := range k.attrs {
+			if _, err := sub.physical(byField.text); err != nil {
+				return nil, nil, queryErr(d.name, "partition: %v", err)
+			}
+		}
+		return nil, texts, nil // keyCondition builds the value of each attribute
+	}
 	av, err := k.physical(byField.text)
 	if err != nil {
 		return nil, nil, queryErr(d.name, "partition: %v", err)
 	}
 	return av, texts, nil
+}
+
+// filterOffKeys refuses a filter that names a key attribute of d, a
+// multi-attribute GSI: DynamoDB refuses a FilterExpression that references
+// a key attribute of the index it queries.
+func (d *layout) filterOffKeys(c expression.ConditionBuilder) error {
+	fe, err := expression.NewBuilder().WithFilter(c).Build()
+	if err != nil {
+		return queryErr(d.name, "%v", err)
+	}
+	for _, n := range fe.Names() {
+		for _, k := range d.keyAttrs() {
+			if n == k.attr {
+				return queryErr(d.name, "the filter names %s, a key attribute of %s (%s), and DynamoDB refuses a filter on the key attributes of the index it reads: put the condition in Where, or filter the items after the read", n, d.label(), d.kind)
+			}
+		}
+	}
+	return nil
+}
+
+// keyCondition returns the key condition of a query of d in the partition
+// whose key value is pkVal (texts pkTexts), under kc (nil for none).
+func (d *layout) keyCondition(pkVal types.AttributeValue, pkTexts []string, kc *keyCond) expression.KeyConditionBuilder {
+	if d.pk.attrs == nil {
+		key := expression.Key(d.pk.attr).Equal(expression.Value(pkVal))
+		if kc != nil {
+			key = key.And(kc.builder())
+		}
+		return key
+	}
+	var all []expression.KeyConditionBuilder
+	for i, sub := range d.pk.attrs {
+		// Checked by partition.
+		v, _ := sub.physical(func(*field) string { return pkTexts[i] })
+		all = append(all, expression.Key(sub.attr).Equal(expression.Value(v)))
+	}
+	if kc != nil {
+		all = append(all, kc.builders()...)
+	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	return expression.KeyAnd(all...)
 }
 
 // firstIs reports whether ord, a value the condition matches, is the first

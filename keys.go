@@ -165,6 +165,9 @@ func (k *keyAttr) appendComposite(b []byte, text func(*field) string) ([]byte, e
 // physical returns the stored attribute value of the key for the canonical
 // texts given by text.
 func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, error) {
+	if k.attrs != nil {
+		return nil, fmt.Errorf("%s: a multi-attribute key has no single value", k.attr)
+	}
 	if k.shards > 0 {
 		return k.inShard(text, shardOf(text, k.shardBy, k.shards))
 	}
@@ -437,10 +440,7 @@ func (s *schema) itemTexts(v reflect.Value) (keyTexts, error) {
 // d (a sparse index); for the base table that is an error.
 func (d *layout) keyValues(texts keyTexts) (vals map[string]types.AttributeValue, ok bool, err error) {
 	vals = map[string]types.AttributeValue{}
-	for _, k := range []*keyAttr{d.pk, d.sk} {
-		if k == nil {
-			continue
-		}
+	for _, k := range d.keyAttrs() {
 		for _, c := range k.components() {
 			if _, has := texts.get(c.f); !has {
 				if d == d.schema.base {
@@ -509,7 +509,9 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // key with ok true means next is the first entry of the condition's range,
 // so the query starts at the range.
 func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
-	if d.sk == nil {
+	if d.sk == nil || d.sk.attrs != nil {
+		// A multi-attribute sort key: a cursor carries the last position
+		// evaluated instead.
 		return nil, false
 	}
 	esk, err := d.startKey(next)

@@ -11,6 +11,7 @@ package ddbindex
 // and native Number and String sort keys.
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -229,8 +230,18 @@ func kiCmp(a, b any) int {
 		return strings.Compare(a, b.(string))
 	case int64:
 		return cmp.Compare(a, b.(int64))
+	case []byte:
+		return bytes.Compare(a, b.([]byte))
 	}
 	panic(fmt.Sprintf("kiCmp: %T", a))
+}
+
+// kiText is a string or []byte component as a string.
+func kiText(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return v.(string)
 }
 
 // kiCmpTuple compares two tuples component by component; a shorter tuple
@@ -263,7 +274,7 @@ func (c kiCase) match(key []any) bool {
 		return lead(c.lo) >= 0 && lead(c.hi) <= 0
 	case opBeginsWith:
 		n := len(c.lo)
-		return kiCmpTuple(key[:n-1], c.lo[:n-1]) == 0 && strings.HasPrefix(key[n-1].(string), c.lo[n-1].(string))
+		return kiCmpTuple(key[:n-1], c.lo[:n-1]) == 0 && strings.HasPrefix(kiText(key[n-1]), kiText(c.lo[n-1]))
 	}
 	return true
 }

@@ -349,17 +349,18 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 			return nil, queryErr(d.name, "MaxRequests %d is below the %d requests (one per shard) that any page of a sharded index needs", q.maxRequests, d.pk.shards)
 		}
 	} else {
-		key := expression.Key(d.pk.attr).Equal(expression.Value(pkVal))
-		if kc != nil {
-			key = key.And(kc.builder())
-		}
-		b = b.WithKeyCondition(key)
+		b = b.WithKeyCondition(d.keyCondition(pkVal, pkTexts, kc))
 	}
 	built := !sharded
 	var filter *expression.ConditionBuilder
 	if d.filtersTombstones() && !q.deleted {
 		live := liveCondition(&q.t.opts)
 		filter = &live
+	}
+	if q.filter != nil && d.pk.attrs != nil {
+		if err := d.filterOffKeys(*q.filter); err != nil {
+			return nil, err
+		}
 	}
 	if q.filter != nil {
 		if filter == nil {

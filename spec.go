@@ -69,11 +69,15 @@ func (t *Table[T]) spec() *spec.Tables {
 			forms[i] = specKind(f.kind)
 		}
 		switch d.kind {
-		case GSI, LSI:
+		case GSI, LSI, NativeGSI:
 			pk, sk := keysOf(d)
-			out.Base.Indexes = append(out.Base.Indexes, spec.Index{
+			ix := spec.Index{
 				Name: d.name, Kind: specKind(d.kind), IndexName: d.index, PK: pk, SK: sk, Projection: d.projection(), Forms: forms,
-			})
+			}
+			if d.pk.attrs != nil {
+				ix.HashKeys, ix.RangeKeys = specKeys(d.pk), specKeys(d.sk)
+			}
+			out.Base.Indexes = append(out.Base.Indexes, ix)
 		case IndexTable:
 			name := t.tableOf(d)
 			out.IndexTables = append(out.IndexTables, keyTableOf(name, d.name, d))
@@ -134,6 +138,19 @@ func keysOf(d *layout) (spec.Key, *spec.Key) {
 		return pk, nil
 	}
 	return pk, &spec.Key{Attr: d.sk.attr, Type: d.sk.scalar}
+}
+
+// specKeys returns the key attributes of a multi-attribute key k (none for
+// a nil k).
+func specKeys(k *keyAttr) []spec.Key {
+	if k == nil {
+		return []spec.Key{}
+	}
+	out := make([]spec.Key, len(k.attrs))
+	for i, a := range k.attrs {
+		out[i] = spec.Key{Attr: a.attr, Type: a.scalar}
+	}
+	return out
 }
 
 // keyTableOf is the physical table name (the logical index name of an

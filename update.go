@@ -209,10 +209,7 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 	}
 	for _, d := range s.indexes {
 		var mine []*field // d's components the update touches
-		for _, k := range []*keyAttr{d.pk, d.sk} {
-			if k == nil {
-				continue
-			}
+		for _, k := range d.keyAttrs() {
 			for _, c := range k.parts {
 				op, ok := touched[c.f]
 				if !ok {

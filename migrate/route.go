@@ -19,7 +19,7 @@ import (
 // it: the next rule decides (see [Router]), so one route can serve
 // instances at neighbouring steps of a migration.
 type Route struct {
-	// To is the form the selected partitions read: GSI, LSI or IndexTable.
+	// To is the form the selected partitions read: GSI, LSI, IndexTable or NativeGSI.
 	To ddbindex.Kind
 	// Partitions always read To. Each is a partition key as
 	// [ddbindex.EncodeKey] encodes its component values: for one string
@@ -34,8 +34,8 @@ type Route struct {
 
 // check reports what is wrong with r.
 func (r Route) check() error {
-	if r.To != ddbindex.GSI && r.To != ddbindex.LSI && r.To != ddbindex.IndexTable {
-		return fmt.Errorf("route: To is %s; want GSI, LSI or IndexTable", r.To)
+	if r.To != ddbindex.GSI && r.To != ddbindex.LSI && r.To != ddbindex.IndexTable && r.To != ddbindex.NativeGSI {
+		return fmt.Errorf("route: To is %s; want GSI, LSI, IndexTable or NativeGSI", r.To)
 	}
 	if r.Percent < 0 || r.Percent > 100 || r.Percent != r.Percent {
 		return fmt.Errorf("route: Percent %g: want 0 to 100", r.Percent)

@@ -18,7 +18,7 @@ func TestRouteValidate(t *testing.T) {
 	require.ErrorIs(t, Route{To: ddbindex.GSI, Percent: math.NaN()}.Validate(), ddbindex.ErrInvalidQuery)
 	require.ErrorContains(t, Route{To: ddbindex.GSI, Percent: 101}.Validate(), "Percent 101: want 0 to 100")
 	require.ErrorContains(t, Route{To: ddbindex.GSI, Percent: -1}.Validate(), "Percent -1: want 0 to 100")
-	require.ErrorContains(t, Route{To: ddbindex.BaseTable}.Validate(), "To is base; want GSI, LSI or IndexTable")
+	require.ErrorContains(t, Route{To: ddbindex.BaseTable}.Validate(), "To is base; want GSI, LSI, IndexTable or NativeGSI")
 	require.ErrorContains(t, Route{To: ddbindex.GSI, Partitions: []string{"a", ""}}.Validate(), "an empty partition key")
 	require.Equal(t, "DDBX-200", ddbindex.Code(Route{To: 9}.Validate()))
 	require.NoError(t, Route{To: ddbindex.IndexTable, Percent: 100}.Validate())

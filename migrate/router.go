@@ -669,7 +669,7 @@ func routeFromItem(item map[string]types.AttributeValue) (string, Route, error) 
 
 // formKind reads a form's name as the tags write it.
 func formKind(s string) (ddbindex.Kind, bool) {
-	for _, k := range []ddbindex.Kind{ddbindex.GSI, ddbindex.LSI, ddbindex.IndexTable} {
+	for _, k := range []ddbindex.Kind{ddbindex.GSI, ddbindex.LSI, ddbindex.IndexTable, ddbindex.NativeGSI} {
 		if s == k.String() {
 			return k, true
 		}

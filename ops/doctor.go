@@ -201,7 +201,7 @@ func advise(reason string, ix ddbindex.IndexInfo, f ddbindex.IndexForm) []string
 		shard = fmt.Sprintf("shard its partitions wider (shards=%d now; %s)", ix.Shards, shardingDoc)
 	}
 	switch {
-	case f.Kind == ddbindex.GSI && op == "Write":
+	case (f.Kind == ddbindex.GSI || f.Kind == ddbindex.NativeGSI) && op == "Write":
 		var l []string
 		switch limit {
 		case throttle.KeyRange:
@@ -218,7 +218,7 @@ func advise(reason string, ix ddbindex.IndexInfo, f ddbindex.IndexForm) []string
 			l = append(l, "this index keeps its other form already: the GSI throttles writes as long as it exists; finish the move (route, then drop the GSI; docs/migration.md)")
 		}
 		return l
-	case limit == throttle.KeyRange && (f.Kind == ddbindex.GSI || f.Kind == ddbindex.IndexTable):
+	case limit == throttle.KeyRange && (f.Kind == ddbindex.GSI || f.Kind == ddbindex.NativeGSI || f.Kind == ddbindex.IndexTable):
 		return []string{strings.ToLower(op) + "s of one key range of this index are too many for one partition", "fix: " + shard}
 	case limit == throttle.KeyRange:
 		return []string{strings.ToLower(op) + "s of one key range of this table are too many for one partition: a hot item or partition key of the application's own"}

@@ -253,7 +253,7 @@ func runDrop(e *env, args []string) error {
 	}
 	f := ix.Forms[i]
 	what := "index table " + f.Table
-	if k == ddbindex.GSI {
+	if k == ddbindex.GSI || k == ddbindex.NativeGSI {
 		what = fmt.Sprintf("GSI %s of table %s", f.Index, f.Table)
 	}
 	var blockers []string
@@ -279,7 +279,7 @@ func runDrop(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if k == ddbindex.GSI {
+	if k == ddbindex.GSI || k == ddbindex.NativeGSI {
 		_, err = api.UpdateTable(e.ctx, &dynamodb.UpdateTableInput{TableName: aws.String(f.Table),
 			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(f.Index)}}}})
 	} else {

@@ -135,7 +135,7 @@ func (q query) describe() string {
 
 // kindOf reads a form's name as the tags write it.
 func kindOf(s string) (ddbindex.Kind, bool) {
-	for _, k := range []ddbindex.Kind{ddbindex.GSI, ddbindex.LSI, ddbindex.IndexTable} {
+	for _, k := range []ddbindex.Kind{ddbindex.GSI, ddbindex.LSI, ddbindex.IndexTable, ddbindex.NativeGSI} {
 		if s == k.String() {
 			return k, true
 		}
@@ -160,7 +160,7 @@ func runExplain(e *env, args []string) error {
 	var qf queryFlags
 	qf.register(fs.FlagSet, "the query's partition: a `TUPLE` of its partition components")
 	after := fs.String("after", "", "the `CURSOR` the query continues after")
-	via := fs.String("via", "", "read this `FORM` (gsi, lsi or table) of an index that keeps two, whatever the routes say")
+	via := fs.String("via", "", "read this `FORM` (gsi, lsi, table or native-gsi) of an index that keeps two, whatever the routes say")
 	if err := e.parse(fs, args, "explain"); err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func runExplain(e *env, args []string) error {
 	if *via != "" {
 		k, ok := kindOf(*via)
 		if !ok {
-			return usageErr("explain", "--via %q: want gsi, lsi or table", *via)
+			return usageErr("explain", "--via %q: want gsi, lsi, table or native-gsi", *via)
 		}
 		q.via, q.hasVia = k, true
 	}

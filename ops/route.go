@@ -104,7 +104,7 @@ func routeText(ix ddbindex.IndexInfo, r migrate.Route, ok bool, control string) 
 func runRouteSet(e *env, args []string) error {
 	fs := e.commandFlags("route set", "--index INDEX --to FORM [--partition P]... [--percent N]")
 	index := fs.String("index", "", "the logical `INDEX` to route")
-	to := fs.String("to", "", "the `FORM` (gsi, lsi or table) the selected partitions read; the others read the other form")
+	to := fs.String("to", "", "the `FORM` (gsi, lsi, table or native-gsi) the selected partitions read; the others read the other form")
 	var parts listFlag
 	fs.Var(&parts, "partition", "a partition that reads --to (a `TUPLE` of its partition components); give it once per partition")
 	percent := fs.Float64("percent", 0, "this share (0 to 100) of all partitions reads --to, chosen by a stable hash of the partition key")
@@ -117,7 +117,7 @@ func runRouteSet(e *env, args []string) error {
 	}
 	k, ok := kindOf(*to)
 	if !ok {
-		return usageErr("route set", "--to %q: want gsi, lsi or table", *to)
+		return usageErr("route set", "--to %q: want gsi, lsi, table or native-gsi", *to)
 	}
 	if *index == "" {
 		return usageErr("route set", "name the index to route with --index")
@@ -224,7 +224,7 @@ func (e *env) formServes(t table, ix ddbindex.IndexInfo, f ddbindex.IndexForm) e
 		return refuse("table %s is %s", f.Table, s)
 	}
 	switch f.Kind {
-	case ddbindex.GSI:
+	case ddbindex.GSI, ddbindex.NativeGSI:
 		i := slices.IndexFunc(out.Table.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndexDescription) bool {
 			return aws.ToString(g.IndexName) == f.Index
 		})

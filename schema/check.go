@@ -172,6 +172,8 @@ func kindOf(k spec.Kind) ddbindex.Kind {
 		return ddbindex.GSI
 	case spec.LSI:
 		return ddbindex.LSI
+	case spec.NativeGSI:
+		return ddbindex.NativeGSI
 	}
 	return ddbindex.IndexTable
 }
@@ -360,7 +362,11 @@ func survey(ctx context.Context, ts *spec.Tables, control string, api API, optFn
 				continue
 			}
 			what := fmt.Sprintf("%s %s %s", where, kindWord(ix.Kind), ix.IndexName)
-			checkKeys(unfixable, what, ix.PK, ix.SK, ks, base.AttributeDefinitions)
+			if ix.HashKeys != nil {
+				checkKeyLists(unfixable, what, ix.HashKeys, ix.RangeKeys, ks, base.AttributeDefinitions)
+			} else {
+				checkKeys(unfixable, what, ix.PK, ix.SK, ks, base.AttributeDefinitions)
+			}
 			checkProjection(unfixable, what, ix, proj)
 			if st != "" && st != types.IndexStatusActive {
 				p := fmt.Sprintf("%s is %s, not ACTIVE: queries of index %s fail or miss items until it is", what, st, ix.Name)
@@ -456,7 +462,11 @@ func describeTable(ctx context.Context, api API, name string, optFns []func(*dyn
 // the given attribute definitions: a key attribute of ix defined with
 // another type. "" when there is none.
 func attrClash(ix *spec.Index, defs []types.AttributeDefinition) string {
-	for _, k := range []*spec.Key{&ix.PK, ix.SK} {
+	keys := []*spec.Key{&ix.PK, ix.SK}
+	for _, k := range append(slices.Clone(ix.HashKeys), ix.RangeKeys...) {
+		keys = append(keys, &k)
+	}
+	for _, k := range keys {
 		if k == nil {
 			continue
 		}
@@ -540,7 +550,7 @@ func renamedForms(ts *spec.Tables, base *types.TableDescription, dr spec.Dropped
 // findIndex returns a GSI's or LSI's key schema, projection and status (a
 // GSI's; "" for an LSI, which is active with its table).
 func findIndex(desc *types.TableDescription, kind spec.Kind, name string) ([]types.KeySchemaElement, *types.Projection, types.IndexStatus, bool) {
-	if kind == spec.GSI {
+	if kind == spec.GSI || kind == spec.NativeGSI {
 		for _, g := range desc.GlobalSecondaryIndexes {
 			if aws.ToString(g.IndexName) == name {
 				return g.KeySchema, g.Projection, g.IndexStatus, true
@@ -591,6 +601,43 @@ func checkKeys(addf func(string, ...any), where string, pk spec.Key, sk *spec.Ke
 		default:
 			if lt := typeOf(w.k.Attr); lt != w.k.Type {
 				addf("%s: %s key %s is of type %s, the declaration has %s (items whose attribute has the declared type are left out of the index, or rejected)", where, role, w.k.Attr, lt, w.k.Type)
+			}
+		}
+	}
+}
+
+// checkKeyLists checks a multi-attribute key schema: its HASH elements, in
+// order, must be hash, and its RANGE elements rng, each attribute of the
+// declared type.
+func checkKeyLists(addf func(string, ...any), where string, hash, rng []spec.Key, ks []types.KeySchemaElement, defs []types.AttributeDefinition) {
+	for _, role := range []struct {
+		want []spec.Key
+		typ  types.KeyType
+		name string
+	}{{hash, types.KeyTypeHash, "partition"}, {rng, types.KeyTypeRange, "sort"}} {
+		var live []string
+		for _, e := range ks {
+			if e.KeyType == role.typ {
+				live = append(live, aws.ToString(e.AttributeName))
+			}
+		}
+		var want []string
+		for _, k := range role.want {
+			want = append(want, k.Attr)
+		}
+		if !slices.Equal(live, want) {
+			addf("%s: %s key attributes are %v, the declaration has %v", where, role.name, live, want)
+			continue
+		}
+		for _, k := range role.want {
+			var lt types.ScalarAttributeType
+			for _, a := range defs {
+				if aws.ToString(a.AttributeName) == k.Attr {
+					lt = a.AttributeType
+				}
+			}
+			if lt != k.Type {
+				addf("%s: %s key %s is of type %s, the declaration has %s (items whose attribute has the declared type are left out of the index, or rejected)", where, role.name, k.Attr, lt, k.Type)
 			}
 		}
 	}

@@ -441,7 +441,7 @@ func (p *preparer) createGSI(ctx context.Context, ix *spec.Index) error {
 				defs[aws.ToString(a.AttributeName)] = a.AttributeType
 			}
 			create := &types.CreateGlobalSecondaryIndexAction{
-				IndexName: aws.String(ix.IndexName), KeySchema: spec.KeySchema(ix.PK, ix.SK, defs), Projection: ix.Projection.Input(),
+				IndexName: aws.String(ix.IndexName), KeySchema: ix.KeySchema(defs), Projection: ix.Projection.Input(),
 			}
 			if provisioned(desc) {
 				create.ProvisionedThroughput = p.o.GSIThroughput

@@ -31,6 +31,9 @@ const (
 	GSI   Kind = "gsi"
 	LSI   Kind = "lsi"
 	Table Kind = "table" // an index table
+	// NativeGSI is a GSI keyed by the model's own attributes, several of
+	// each role where the declaration has several components.
+	NativeGSI Kind = "native-gsi"
 )
 
 // Key is one key attribute: its name and its scalar type.
@@ -59,6 +62,9 @@ type Index struct {
 	IndexName string // the physical GSI or LSI name
 	PK        Key
 	SK        *Key // nil when there is no sort key
+	// HashKeys and RangeKeys are, for a NativeGSI, its key attributes in
+	// key schema order (PK and SK are their first); nil otherwise.
+	HashKeys, RangeKeys []Key
 	Projection
 	// Forms are the index's forms: its declared type, then the kept one
 	// (keep=) when it keeps two. The GSI or LSI is the kept form when Kind
@@ -166,6 +172,25 @@ func KeySchema(pk Key, sk *Key, defs map[string]types.ScalarAttributeType) []typ
 	return ks
 }
 
+// KeySchema returns the index's key schema, and adds the key attributes'
+// types to defs: every HASH element, then every RANGE element.
+func (ix Index) KeySchema(defs map[string]types.ScalarAttributeType) []types.KeySchemaElement {
+	if ix.HashKeys == nil {
+		return KeySchema(ix.PK, ix.SK, defs)
+	}
+	var ks []types.KeySchemaElement
+	for _, role := range []struct {
+		keys []Key
+		typ  types.KeyType
+	}{{ix.HashKeys, types.KeyTypeHash}, {ix.RangeKeys, types.KeyTypeRange}} {
+		for _, k := range role.keys {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(k.Attr), KeyType: role.typ})
+			defs[k.Attr] = k.Type
+		}
+	}
+	return ks
+}
+
 // AttrDefs returns the attribute definitions of defs, sorted by name.
 func AttrDefs(defs map[string]types.ScalarAttributeType) []types.AttributeDefinition {
 	names := make([]string, 0, len(defs))
@@ -203,9 +228,9 @@ func (ts *Tables) CreateTableInputs(stream bool) []*dynamodb.CreateTableInput {
 	}
 	for _, ix := range ts.Base.Indexes {
 		switch ix.Kind {
-		case GSI:
+		case GSI, NativeGSI:
 			base.GlobalSecondaryIndexes = append(base.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
-				IndexName: aws.String(ix.IndexName), KeySchema: KeySchema(ix.PK, ix.SK, defs), Projection: ix.Projection.Input(),
+				IndexName: aws.String(ix.IndexName), KeySchema: ix.KeySchema(defs), Projection: ix.Projection.Input(),
 			})
 		case LSI:
 			base.LocalSecondaryIndexes = append(base.LocalSecondaryIndexes, types.LocalSecondaryIndex{

@@ -1,0 +1,361 @@
+package ddbindex
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the native-gsi form: a GSI whose key is the model's own
+// attributes, one key attribute per component (DynamoDB's multi-attribute
+// keys: up to four partition and four sort attributes, each keeping its
+// type). A query's sort condition becomes equalities on leading attributes
+// and at most one other condition on the next, as DynamoDB requires; a
+// condition that needs more is refused before any request.
+
+// ngItem keeps a softdelete base table with two forms of one index over
+// (S, N, T): the native-gsi, and the derived gsi of the same components.
+type ngItem struct {
+	_     TableSpec `ddbindex:"ngitems,softdelete"`
+	_     IndexSpec `ddbindex:"nat,type=native-gsi,name=ngitems-nat"`
+	_     IndexSpec `ddbindex:"comp,type=gsi,name=ngitems-comp"`
+	ID    string    `dynamodbav:"id" ddbindex:"pk"`
+	Group string    `dynamodbav:"grp" ddbindex:"nat.pk:0;comp.pk:0"`
+	Zone  int64     `dynamodbav:"zone" ddbindex:"nat.pk:1;comp.pk:1"`
+	S     string    `dynamodbav:"s" ddbindex:"nat.sk:0;comp.sk:0"`
+	N     int64     `dynamodbav:"n" ddbindex:"nat.sk:1;comp.sk:1"`
+	T     []byte    `dynamodbav:"t" ddbindex:"nat.sk:2;comp.sk:2"`
+	Note  string    `dynamodbav:"note"`
+}
+
+func TestNativeGSIDeclaration(t *testing.T) {
+	t.Parallel()
+	s, err := schemaFor(reflect.TypeOf(ngItem{}))
+	require.NoError(t, err)
+	d := s.byName["nat"]
+	require.Equal(t, NativeGSI, d.kind)
+	require.False(t, d.uniqueSort, "DynamoDB orders ties of a multi-attribute key")
+	require.False(t, d.onBaseItem(d.pk), "no derived attribute")
+	require.False(t, d.onBaseItem(d.sk), "no derived attribute")
+
+	tb, err := New[ngItem](kiFailingClient{t})
+	require.NoError(t, err)
+	in := tb.spec().CreateTableInputs(false)[0]
+	var gsi *types.GlobalSecondaryIndex
+	for i := range in.GlobalSecondaryIndexes {
+		if aws.ToString(in.GlobalSecondaryIndexes[i].IndexName) == "ngitems-nat" {
+			gsi = &in.GlobalSecondaryIndexes[i]
+		}
+	}
+	require.NotNil(t, gsi)
+	var ks []string
+	for _, e := range gsi.KeySchema {
+		ks = append(ks, string(e.KeyType)+" "+aws.ToString(e.AttributeName))
+	}
+	require.Equal(t, []string{"HASH grp", "HASH zone", "RANGE s", "RANGE n", "RANGE t"}, ks, "every HASH element before every RANGE element, in declaration order")
+	defs := map[string]types.ScalarAttributeType{}
+	for _, a := range in.AttributeDefinitions {
+		defs[aws.ToString(a.AttributeName)] = a.AttributeType
+	}
+	for a, typ := range map[string]types.ScalarAttributeType{"grp": "S", "zone": "N", "s": "S", "n": "N", "t": "B"} {
+		require.Equal(t, typ, defs[a], "attribute %s keeps its own type", a)
+	}
+
+	// What a native-gsi cannot hold is refused, naming what to do instead.
+	bad := map[string]any{
+		"five sort components": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"x.pk"`
+			A  string    `dynamodbav:"a" ddbindex:"x.sk:0"`
+			B  string    `dynamodbav:"b" ddbindex:"x.sk:1"`
+			C  string    `dynamodbav:"c" ddbindex:"x.sk:2"`
+			D  string    `dynamodbav:"d" ddbindex:"x.sk:3"`
+			E  string    `dynamodbav:"e" ddbindex:"x.sk:4"`
+		}{},
+		"five partition components": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			A  string    `dynamodbav:"a" ddbindex:"x.pk:0"`
+			B  string    `dynamodbav:"b" ddbindex:"x.pk:1"`
+			C  string    `dynamodbav:"c" ddbindex:"x.pk:2"`
+			D  string    `dynamodbav:"d" ddbindex:"x.pk:3"`
+			E  string    `dynamodbav:"e" ddbindex:"x.pk:4"`
+		}{},
+		"a time.Time component": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"x.pk"`
+			At time.Time `dynamodbav:"at" ddbindex:"x.sk"`
+		}{},
+		"a labelled component": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"x.pk,label=G"`
+		}{},
+		"sharded": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi,shards=4"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"x.pk"`
+			S  string    `dynamodbav:"s" ddbindex:"x.sk"`
+		}{},
+	}
+	for name, m := range bad {
+		_, err := schemaFor(reflect.TypeOf(m))
+		require.ErrorIs(t, err, ErrDeclaration, name)
+		require.Contains(t, err.Error(), "native-gsi", name)
+		t.Logf("%s: %v", name, err)
+	}
+}
+
+// TestNativeGSIKeyConditions: each sort condition becomes DynamoDB's
+// multi-attribute key condition: = on every partition attribute, = on
+// leading sort attributes, and at most one other operator, on the next.
+func TestNativeGSIKeyConditions(t *testing.T) {
+	t.Parallel()
+	tb, err := New[ngItem](kiFailingClient{t})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		cond SortCondition
+		want string
+	}{
+		{SortCondition{}, "grp = g AND zone = 7"},
+		{Eq("a"), "grp = g AND zone = 7 AND s = a"},
+		{Eq("a", 5), "grp = g AND zone = 7 AND s = a AND n = 5"},
+		{Eq("a", 5, []byte("x")), "grp = g AND zone = 7 AND s = a AND n = 5 AND t = x"},
+		{Lt("a"), "grp = g AND zone = 7 AND s < a"},
+		{Le("a"), "grp = g AND zone = 7 AND s <= a"},
+		{Gt("a"), "grp = g AND zone = 7 AND s > a"},
+		{Ge("a"), "grp = g AND zone = 7 AND s >= a"},
+		{Between("a", "b"), "grp = g AND zone = 7 AND s BETWEEN a AND b"},
+		{Between(K("a", -5), K("a", 9)), "grp = g AND zone = 7 AND s = a AND n BETWEEN -5 AND 9"},
+		{Between(K("a"), K("a", 9)), "grp = g AND zone = 7 AND s = a AND n <= 9"},
+		{Between(K("a", 9), K("a")), "grp = g AND zone = 7 AND s = a AND n >= 9"},
+		{Between(K("a", 9), K("a", 9)), "grp = g AND zone = 7 AND s = a AND n = 9"},
+		{BeginsWith("a"), "grp = g AND zone = 7 AND begins_with s, a"},
+		{BeginsWith("a", 5, []byte("x")), "grp = g AND zone = 7 AND s = a AND n = 5 AND t BETWEEN x AND x\xff"},
+	} {
+		ex, err := tb.Query("nat", "g", 7).Where(c.cond).Explain()
+		require.NoError(t, err, "%v", c.cond)
+		require.Equal(t, c.want, ngRender(ex.Request.Input), "%v", c.cond)
+	}
+}
+
+// ngRender renders a Query's key condition with its names and values put
+// in and no parentheses; a Binary value as its bytes, cut after the first
+// 0xFF.
+func ngRender(in *dynamodb.QueryInput) string {
+	s := strings.NewReplacer("(", "", ")", "").Replace(aws.ToString(in.KeyConditionExpression))
+	keys := make([]string, 0, len(in.ExpressionAttributeNames)+len(in.ExpressionAttributeValues))
+	for k := range in.ExpressionAttributeNames {
+		keys = append(keys, k)
+	}
+	for k := range in.ExpressionAttributeValues {
+		keys = append(keys, k)
+	}
+	// Longest first: #10 before #1.
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+	for _, k := range keys {
+		if n, ok := in.ExpressionAttributeNames[k]; ok {
+			s = strings.ReplaceAll(s, k, n)
+			continue
+		}
+		var v string
+		switch x := in.ExpressionAttributeValues[k].(type) {
+		case *types.AttributeValueMemberS:
+			v = x.Value
+		case *types.AttributeValueMemberN:
+			v = x.Value
+		case *types.AttributeValueMemberB:
+			v = string(x.Value)
+			if i := strings.IndexByte(v, 0xFF); i >= 0 {
+				v = v[:i+1]
+			}
+		}
+		s = strings.ReplaceAll(s, k, v)
+	}
+	return s
+}
+
+// TestNativeGSIInvalidQueries: a condition the native-gsi cannot express is
+// refused before any request, from Page, All and Exists, with a reason that
+// says what to use instead; so is a filter on a key attribute of the index,
+// which DynamoDB refuses.
+func TestNativeGSIInvalidQueries(t *testing.T) {
+	t.Parallel()
+	tb, err := New[ngItem](kiFailingClient{t})
+	require.NoError(t, err)
+	for name, c := range map[string]struct {
+		q    Query[ngItem]
+		hint string
+	}{
+		"a tuple range":                  {tb.Query("nat", "g", 7).Where(Lt("a", 5)), "Between"},
+		"a tuple lower bound":            {tb.Query("nat", "g", 7).Where(Ge("a", 5)), "Between"},
+		"a range over two components":    {tb.Query("nat", "g", 7).Where(Between(K("a", 1), K("b", 2))), "same leading values"},
+		"a range before an equality":     {tb.Query("nat", "g", 7).Where(Between(K("a", 1, []byte("x")), K("a", 2, []byte("x")))), "same leading values"},
+		"begins_with on a Number":        {tb.Query("nat", "g", 7).Where(BeginsWith("a", "1")), "Between"},
+		"an empty String value":          {tb.Query("nat", "g", 7).Where(Eq("")), "empty"},
+		"an empty partition value":       {tb.Query("nat", "", 7), "empty"},
+		"a missing partition attribute":  {tb.Query("nat", "g"), "partition"},
+		"a filter on a sort attribute":   {tb.Query("nat", "g", 7).Filter(expression.Name("n").GreaterThan(expression.Value(1))), "key attribute"},
+		"a filter on a partition attr":   {tb.Query("nat", "g", 7).Filter(expression.Name("zone").Equal(expression.Value(1))), "key attribute"},
+		"a consistent read":              {tb.Query("nat", "g", 7).ConsistentRead(), "consistent"},
+		"a Number out of DynamoDB range": {tb.Query("nat", "g", 7).Where(Eq("a", uint64(math.MaxUint64))), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			kiRequireInvalid(t, c.q)
+			_, err := c.q.Explain()
+			if err == nil {
+				_, err = c.q.Page(t.Context())
+			}
+			require.ErrorIs(t, err, ErrInvalidQuery)
+			require.Contains(t, err.Error(), c.hint)
+		})
+	}
+	// The same filter is fine on the derived form, whose key attributes are
+	// derived ones.
+	_, err = tb.Query("comp", "g", 7).Filter(expression.Name("n").GreaterThan(expression.Value(1))).Explain()
+	require.NoError(t, err)
+}
+
+// ngGenerate returns items of partitions (g, 7) and look-alikes, with no
+// empty String or Binary value (DynamoDB refuses one in a key attribute),
+// and which of them are deleted.
+func ngGenerate() (items []ngItem, deleted []bool) {
+	r := rand.New(rand.NewPCG(5, 11))
+	strs := slices.DeleteFunc(slices.Clone(kiStrings), func(s string) bool { return s == "" })
+	tails := [][]byte{{0}, {1}, {0x7F}, {0x80}, {0xFF}, {0, 0}, {'a'}, {'a', 0}, {'a', 0xFF}, {'b'}}
+	n := 0
+	mk := func(g string, zone int64) ngItem {
+		n++
+		return ngItem{ID: fmt.Sprintf("id%03d", n), Group: g, Zone: zone,
+			S: strs[r.IntN(len(strs))], N: kiInts[r.IntN(len(kiInts))], T: tails[r.IntN(len(tails))], Note: fmt.Sprint("note ", n)}
+	}
+	for range 90 {
+		items = append(items, mk("g", 7))
+		deleted = append(deleted, r.IntN(4) == 0)
+	}
+	for range 8 { // equal keys: DynamoDB orders the ties
+		o := items[r.IntN(len(items))]
+		it := mk("g", 7)
+		it.S, it.N, it.T = o.S, o.N, o.T
+		items = append(items, it)
+		deleted = append(deleted, false)
+	}
+	for _, p := range []struct {
+		g    string
+		zone int64
+	}{{"g", 8}, {"g", -7}, {"h", 7}, {"g\x00", 7}} {
+		for range 4 {
+			items = append(items, mk(p.g, p.zone))
+			deleted = append(deleted, false)
+		}
+	}
+	return items, deleted
+}
+
+// ngCases are the conditions the native-gsi can express, over the values
+// the data holds and some it does not.
+func ngCases(live []ngItem) []kiCase {
+	var cs []kiCase
+	for _, s := range []string{"#", "$", "a", "a#b", "op", "open", "\U0010FFFF", "zzz"} {
+		cs = append(cs, kiAllOps(s)...)
+		cs = append(cs, kiBW(s))
+	}
+	for _, it := range live[:12] {
+		cs = append(cs, kiEq(it.S, it.N), kiEq(it.S, it.N, it.T),
+			kiBtw(K(it.S, int64(-10)), K(it.S, int64(100))), kiBtw(K(it.S), K(it.S, it.N)), kiBtw(K(it.S, it.N), K(it.S)),
+			kiBtw(K(it.S, it.N, []byte{0}), K(it.S, it.N, []byte{'a'})), kiBW(it.S, it.N, []byte{'a'}), kiBW(it.S, it.N, []byte{0}))
+	}
+	cs = append(cs, kiBtw(K("#"), K("b")), kiBtw(K("a"), K("a")), kiBtw(K("a", int64(math.MinInt64)), K("a", int64(math.MaxInt64))))
+	return cs
+}
+
+// ngKey is an item's sort components.
+func ngKey(it ngItem) []any { return []any{it.S, it.N, it.T} }
+
+// ngLoad writes items through tb (Put, then Delete for the deleted ones)
+// and returns the live items of partition (g, 7).
+func ngLoad(t *testing.T, tb *Table[ngItem], items []ngItem, deleted []bool) []ngItem {
+	t.Helper()
+	var live []ngItem
+	for i, it := range items {
+		_, err := tb.Put(t.Context(), it)
+		require.NoError(t, err)
+		switch {
+		case deleted[i]:
+			require.NoError(t, tb.Delete(t.Context(), it))
+		case it.Group == "g" && it.Zone == 7:
+			live = append(live, it)
+		}
+	}
+	return live
+}
+
+// ngOne is a native-gsi of one partition and one sort attribute: the key
+// schema of a plain GSI on native attributes, which every server serves.
+type ngOne struct {
+	_    TableSpec `ddbindex:"ngone,softdelete"`
+	_    IndexSpec `ddbindex:"by_rank,type=native-gsi"`
+	ID   string    `dynamodbav:"id" ddbindex:"pk"`
+	Feed *string   `dynamodbav:"feed,omitempty" ddbindex:"by_rank.pk"`
+	Rank int64     `dynamodbav:"rank" ddbindex:"by_rank.sk"`
+}
+
+// TestNativeGSIOneAttribute: reads against the ground truth, and the
+// write side: an Update that changes a key attribute moves the item in the
+// index, one that removes it (a nil Feed) takes the item out (DynamoDB's
+// sparse rule), a Delete leaves a tombstone the reads skip.
+func TestNativeGSIOneAttribute(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTestTable[ngOne](t)
+	ctx := t.Context()
+	f := func(s string) *string { return &s }
+	var live []ngOne
+	for i := range 40 {
+		it := ngOne{ID: fmt.Sprintf("i%02d", i), Feed: f("f"), Rank: int64(i%13 - 6)}
+		_, err := tb.Put(ctx, it)
+		require.NoError(t, err)
+		switch {
+		case i%5 == 0:
+			require.NoError(t, tb.Delete(ctx, it))
+		case i%7 == 0:
+			it.Feed = nil // out of the index
+			_, err := tb.Put(ctx, it)
+			require.NoError(t, err)
+		case i%11 == 0:
+			it.Rank = 100 // moved within it
+			_, err := tb.Put(ctx, it)
+			require.NoError(t, err)
+			live = append(live, it)
+		default:
+			live = append(live, it)
+		}
+	}
+	ix := &kiIndex[ngOne]{tb: tb, index: "by_rank", part: []any{"f"}, items: live,
+		key: func(it ngOne) []any { return []any{it.Rank} },
+		id:  func(it ngOne) string { return it.ID }}
+	var cases []kiCase
+	for _, n := range []int64{-7, -6, 0, 3, 6, 100} {
+		cases = append(cases, kiAllOps(n)...)
+	}
+	cases = append(cases, kiBtw(K(int64(-2)), K(int64(2))))
+	ix.run(t, cases)
+}
