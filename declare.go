@@ -584,6 +584,19 @@ func (p *declParser) layouts() error {
 		}
 		s.indexes = append(s.indexes, d.forms...)
 	}
+	// GSIs and LSIs of the base table need names of their own: a gsi and
+	// the native-gsi kept beside it both default to the index's name.
+	owner := map[string]*layout{}
+	for _, l := range s.indexes {
+		if l.index == "" {
+			continue
+		}
+		if o, ok := owner[l.index]; ok {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
+				Reason: fmt.Sprintf("the %s of index %s and the %s of index %s are both named %q on the base table: name one of them (%s=NAME in its IndexSpec)", o.kind, o.name, l.kind, l.name, l.index, l.kind)}
+		}
+		owner[l.index] = l
+	}
 	return nil
 }
 

@@ -108,6 +108,14 @@ func TestNativeGSIDeclaration(t *testing.T) {
 			ID string    `dynamodbav:"id" ddbindex:"pk"`
 			G  string    `dynamodbav:"g" ddbindex:"x.pk,label=G"`
 		}{},
+		"kept beside a gsi of the same name": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"by_x,type=gsi,keep=native-gsi"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"by_x.pk"`
+			S  string    `dynamodbav:"s" ddbindex:"by_x.sk:0"`
+			N  int64     `dynamodbav:"n" ddbindex:"by_x.sk:1"`
+		}{},
 		"sharded": struct {
 			_  TableSpec `ddbindex:"ng-bad"`
 			_  IndexSpec `ddbindex:"x,type=native-gsi,shards=4"`
