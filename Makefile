@@ -50,7 +50,8 @@ RACE_PKGS := . ./migrate ./stream ./ops ./examples/lambda ./internal/withserver
 #   ./internal/av, ./internal/nilwalk, ./internal/retry, ./internal/expr,
 #   ./internal/throttle  pure functions and a retry loop, on the caller's
 #                        goroutine
-#   ./internal/ddbtest, ./internal/faults, ./internal/slowddb  test support; their own tests are
+#   ./internal/ddbtest, ./internal/faults, ./internal/slowddb,
+#   ./internal/multikey  test support; their own tests are
 #                        sequential, and every race-tested package's parallel
 #                        tests share their clients and fault transports under
 #                        the race detector
@@ -59,7 +60,7 @@ RACE_PKGS := . ./migrate ./stream ./ops ./examples/lambda ./internal/withserver
 #   ./internal/bridge, ./internal/oteltest, ./internal/spec  no tests
 PLAIN_PKGS := ./schema ./cmd/ddbindex-demo ./examples/feed ./examples/models \
 	./examples/supportdesk ./internal/av ./internal/nilwalk ./internal/retry \
-	./internal/ddbtest ./internal/faults ./internal/slowddb ./internal/awstest ./internal/bridge \
+	./internal/ddbtest ./internal/faults ./internal/slowddb ./internal/multikey ./internal/awstest ./internal/bridge \
 	./internal/oteltest ./internal/spec ./internal/expr ./internal/throttle \
 	./examples/lambda/zipbootstrap
 

@@ -37,6 +37,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/ddbindex/ddbindex/internal/faults"
+	"github.com/ddbindex/ddbindex/internal/multikey"
 	"github.com/ddbindex/ddbindex/internal/slowddb"
 )
 
@@ -324,4 +325,24 @@ func Slow(tb testing.TB, o slowddb.Options) (*dynamodb.Client, *slowddb.Transpor
 		}
 	})
 	return db, st
+}
+
+var (
+	multiKeyOnce   sync.Once
+	multiKeyDouble *multikey.Double
+)
+
+// MultiKey returns a DynamoDB client for the endpoint that has DynamoDB's
+// multi-attribute GSI keys: on a local server, which lacks them, its
+// requests go through the internal/multikey double (one for the process,
+// shared by every such client); on real DynamoDB it is the shared client. It
+// skips the test when no endpoint is set.
+func MultiKey(tb testing.TB) *dynamodb.Client {
+	tb.Helper()
+	base := clientsFor(tb)
+	if Endpoint() == AWS {
+		return base.db
+	}
+	multiKeyOnce.Do(func() { multiKeyDouble = multikey.New(base.db) })
+	return dynamodb.New(base.db.Options(), multiKeyDouble.Option)
 }
