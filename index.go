@@ -390,9 +390,7 @@ func nativeLayout(l *layout, fail func(field, format string, args ...any) error)
 	if !physicalName.MatchString(l.index) {
 		return nil, fail("", "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", l.index)
 	}
-	for _, k := range l.keyAttrs() {
-		l.stored = append(l.stored, k)
-	}
+	l.stored = append(l.stored, l.keyAttrs()...)
 	for _, k := range []*keyAttr{s.base.pk, s.base.sk} {
 		if k != nil && !slices.ContainsFunc(l.stored, func(o *keyAttr) bool { return o.attr == k.attr }) {
 			l.stored = append(l.stored, k)

@@ -275,7 +275,7 @@ func hexS(b []byte) *types.AttributeValueMemberS {
 }
 
 func typeMismatch(want types.ScalarAttributeType, av types.AttributeValue) error {
-	return fmt.Errorf("Type mismatch for key: expected %s, actual %s", want, avType(av))
+	return refuse("Type mismatch for key: expected %s, actual %s", want, avType(av))
 }
 
 // avType names an attribute value's type as DynamoDB does.
@@ -304,3 +304,11 @@ func avType(av types.AttributeValue) string {
 	}
 	return "?"
 }
+
+// refusal is an error whose text is DynamoDB's own message for what it
+// refuses, capitalised as DynamoDB writes it.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+func refuse(format string, args ...any) error { return refusal(fmt.Sprintf(format, args...)) }

@@ -50,7 +50,7 @@ func tokenize(s string) ([]token, error) {
 			out = append(out, token{kind: kind, text: s[i:j]})
 			i = j
 		default:
-			return nil, fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: %q", string(c))
+			return nil, refuse("Invalid KeyConditionExpression: Syntax error; token: %q", string(c))
 		}
 	}
 	return out, nil
@@ -74,7 +74,7 @@ func parseKeyCondition(expr string, names map[string]string, values map[string]t
 		return nil, err
 	}
 	if p.i != len(p.toks) {
-		return nil, fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: %q", p.toks[p.i].text)
+		return nil, refuse("Invalid KeyConditionExpression: Syntax error; token: %q", p.toks[p.i].text)
 	}
 	return leaves, nil
 }
@@ -96,7 +96,7 @@ func (p *kcParser) peek() (token, bool) {
 func (p *kcParser) next() (token, error) {
 	t, ok := p.peek()
 	if !ok {
-		return token{}, fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: <EOF>")
+		return token{}, refuse("Invalid KeyConditionExpression: Syntax error; token: <EOF>")
 	}
 	p.i++
 	return t, nil
@@ -108,7 +108,7 @@ func (p *kcParser) want(kind byte) error {
 		return err
 	}
 	if t.kind != kind {
-		return fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: %q", t.text)
+		return refuse("Invalid KeyConditionExpression: Syntax error; token: %q", t.text)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func (p *kcParser) term() ([]leaf, error) {
 		}
 		return ls, p.want(')')
 	case t.kind == 'w' && strings.EqualFold(t.text, "OR"), t.kind == 'w' && strings.EqualFold(t.text, "NOT"):
-		return nil, fmt.Errorf("Invalid operator used in KeyConditionExpression: %s", strings.ToUpper(t.text))
+		return nil, refuse("Invalid operator used in KeyConditionExpression: %s", strings.ToUpper(t.text))
 	case t.kind == 'w' && t.text == "begins_with":
 		if err := p.want('('); err != nil {
 			return nil, err
@@ -165,7 +165,7 @@ func (p *kcParser) term() ([]leaf, error) {
 		return []leaf{{attr: attr, op: "begins_with", vals: []types.AttributeValue{v}}}, p.want(')')
 	case t.kind == 'w' && (strings.EqualFold(t.text, "attribute_exists") || strings.EqualFold(t.text, "attribute_not_exists") ||
 		strings.EqualFold(t.text, "contains") || strings.EqualFold(t.text, "size") || strings.EqualFold(t.text, "attribute_type")):
-		return nil, fmt.Errorf("Invalid operator used in KeyConditionExpression: %s", t.text)
+		return nil, refuse("Invalid operator used in KeyConditionExpression: %s", t.text)
 	}
 	attr, err := p.attr(t)
 	if err != nil {
@@ -192,7 +192,7 @@ func (p *kcParser) term() ([]leaf, error) {
 			return nil, err
 		}
 		if and.kind != 'w' || !strings.EqualFold(and.text, "AND") {
-			return nil, fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: %q", and.text)
+			return nil, refuse("Invalid KeyConditionExpression: Syntax error; token: %q", and.text)
 		}
 		hi, err := p.value()
 		if err != nil {
@@ -200,7 +200,7 @@ func (p *kcParser) term() ([]leaf, error) {
 		}
 		return []leaf{{attr: attr, op: "BETWEEN", vals: []types.AttributeValue{lo, hi}}}, nil
 	}
-	return nil, fmt.Errorf("Invalid operator used in KeyConditionExpression: %s", op.text)
+	return nil, refuse("Invalid operator used in KeyConditionExpression: %s", op.text)
 }
 
 func (p *kcParser) attr(t token) (string, error) {
@@ -208,13 +208,13 @@ func (p *kcParser) attr(t token) (string, error) {
 	case '#':
 		n, ok := p.names[t.text]
 		if !ok {
-			return "", fmt.Errorf("Value provided in ExpressionAttributeNames unused in expressions or undefined: An expression attribute name used in the document path is not defined; attribute name: %s", t.text)
+			return "", refuse("Value provided in ExpressionAttributeNames unused in expressions or undefined: An expression attribute name used in the document path is not defined; attribute name: %s", t.text)
 		}
 		return n, nil
 	case 'w':
 		return t.text, nil
 	}
-	return "", fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: %q", t.text)
+	return "", refuse("Invalid KeyConditionExpression: Syntax error; token: %q", t.text)
 }
 
 func (p *kcParser) value() (types.AttributeValue, error) {
@@ -223,11 +223,11 @@ func (p *kcParser) value() (types.AttributeValue, error) {
 		return nil, err
 	}
 	if t.kind != ':' {
-		return nil, fmt.Errorf("Invalid KeyConditionExpression: Syntax error; token: %q", t.text)
+		return nil, refuse("Invalid KeyConditionExpression: Syntax error; token: %q", t.text)
 	}
 	v, ok := p.values[t.text]
 	if !ok {
-		return nil, fmt.Errorf("Invalid KeyConditionExpression: An expression attribute value used in expression is not defined; attribute value: %s", t.text)
+		return nil, refuse("Invalid KeyConditionExpression: An expression attribute value used in expression is not defined; attribute value: %s", t.text)
 	}
 	return v, nil
 }
@@ -241,26 +241,26 @@ func (ix *index) hiddenCondition(leaves []leaf) (hash []byte, op string, lo, hi 
 	byAttr := map[string]leaf{}
 	for _, l := range leaves {
 		if _, dup := byAttr[l.attr]; dup {
-			return nil, "", nil, nil, fmt.Errorf("KeyConditionExpressions must only contain one condition per key")
+			return nil, "", nil, nil, refuse("KeyConditionExpressions must only contain one condition per key")
 		}
 		if ix.keyType(l.attr) == "" {
-			return nil, "", nil, nil, fmt.Errorf("Query key condition not supported: %s is not a key attribute of index %s", l.attr, ix.name)
+			return nil, "", nil, nil, refuse("Query key condition not supported: %s is not a key attribute of index %s", l.attr, ix.name)
 		}
 		byAttr[l.attr] = l
 	}
 	for _, a := range ix.hash {
 		l, ok := byAttr[a.name]
 		if !ok {
-			return nil, "", nil, nil, fmt.Errorf("Query condition missed key schema element: %s", a.name)
+			return nil, "", nil, nil, refuse("Query condition missed key schema element: %s", a.name)
 		}
 		if l.op != "=" {
-			return nil, "", nil, nil, fmt.Errorf("Query key condition not supported: every partition key attribute takes =, not %s on %s", l.op, a.name)
+			return nil, "", nil, nil, refuse("Query key condition not supported: every partition key attribute takes =, not %s on %s", l.op, a.name)
 		}
 		if hash, err = encodeValue(hash, a.typ, l.vals[0]); err != nil {
 			return nil, "", nil, nil, paramErr(err)
 		}
 		if isEmpty(l.vals[0]) {
-			return nil, "", nil, nil, fmt.Errorf("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", avType(l.vals[0]), a.name)
+			return nil, "", nil, nil, refuse("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", avType(l.vals[0]), a.name)
 		}
 	}
 	var e []byte // the leading equal sort components
@@ -278,17 +278,17 @@ func (ix *index) hiddenCondition(leaves []leaf) (hash []byte, op string, lo, hi 
 			}
 		}
 		if !last && l.op != "=" {
-			return nil, "", nil, nil, fmt.Errorf("Query key condition not supported: only the last sort key attribute of a condition may take %s (%s)", l.op, a.name)
+			return nil, "", nil, nil, refuse("Query key condition not supported: only the last sort key attribute of a condition may take %s (%s)", l.op, a.name)
 		}
 		if l.op == "begins_with" && a.typ == types.ScalarAttributeTypeN {
-			return nil, "", nil, nil, fmt.Errorf("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
+			return nil, "", nil, nil, refuse("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
 		}
 		for _, v := range l.vals {
 			if _, err := encodeValue(nil, a.typ, v); err != nil {
 				return nil, "", nil, nil, paramErr(err)
 			}
 			if isEmpty(v) {
-				return nil, "", nil, nil, fmt.Errorf("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", avType(v), a.name)
+				return nil, "", nil, nil, refuse("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", avType(v), a.name)
 			}
 		}
 		x, _ := encodeValue(bytes.Clone(e), a.typ, l.vals[0])
@@ -321,7 +321,7 @@ func (ix *index) hiddenCondition(leaves []leaf) (hash []byte, op string, lo, hi 
 		case "BETWEEN":
 			y, _ := encodeValue(bytes.Clone(e), a.typ, l.vals[1])
 			if bytes.Compare(x, y) > 0 {
-				return nil, "", nil, nil, fmt.Errorf("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: %s, upper bound operand: %s", avText(l.vals[0]), avText(l.vals[1]))
+				return nil, "", nil, nil, refuse("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: %s, upper bound operand: %s", avText(l.vals[0]), avText(l.vals[1]))
 			}
 			return hash, "", x, top(y), nil
 		case "begins_with":
@@ -330,7 +330,7 @@ func (ix *index) hiddenCondition(leaves []leaf) (hash []byte, op string, lo, hi 
 		}
 	}
 	if given < len(byAttr)-len(ix.hash) {
-		return nil, "", nil, nil, fmt.Errorf("Query key condition not supported: sort key attributes go left to right without gaps in index %s", ix.name)
+		return nil, "", nil, nil, refuse("Query key condition not supported: sort key attributes go left to right without gaps in index %s", ix.name)
 	}
 	return hash, "", nil, nil, nil
 }
@@ -368,7 +368,7 @@ func avText(av types.AttributeValue) string {
 }
 
 func paramErr(err error) error {
-	return fmt.Errorf("One or more parameter values were invalid: Condition parameter type does not match schema type (%v)", err)
+	return refuse("One or more parameter values were invalid: Condition parameter type does not match schema type (%v)", err)
 }
 
 // referencedNames returns the attribute names an expression refers to at
