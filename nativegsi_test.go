@@ -247,8 +247,8 @@ func TestNativeGSIInvalidQueries(t *testing.T) {
 
 // ngGenerate returns items of partitions (g, 7) and look-alikes, with no
 // empty String or Binary value (DynamoDB refuses one in a key attribute),
-// and which of them are deleted.
-func ngGenerate() (items []ngItem, deleted []bool) {
+// and which of them are deleted: each item of (g, 7) with probability dead.
+func ngGenerate(dead float64) (items []ngItem, deleted []bool) {
 	r := rand.New(rand.NewPCG(5, 11))
 	strs := slices.DeleteFunc(slices.Clone(kiStrings), func(s string) bool { return s == "" })
 	tails := [][]byte{{0}, {1}, {0x7F}, {0x80}, {0xFF}, {0, 0}, {'a'}, {'a', 0}, {'a', 0xFF}, {'b'}}
@@ -260,7 +260,7 @@ func ngGenerate() (items []ngItem, deleted []bool) {
 	}
 	for range 90 {
 		items = append(items, mk("g", 7))
-		deleted = append(deleted, r.IntN(4) == 0)
+		deleted = append(deleted, r.Float64() < dead)
 	}
 	for range 8 { // equal keys: DynamoDB orders the ties
 		o := items[r.IntN(len(items))]
@@ -450,4 +450,38 @@ func TestNativeGSIMultiAttributeWrites(t *testing.T) {
 	e, err := q.Where(Between(K("b", int64(9)), K("b", int64(20)))).Explain()
 	require.NoError(t, err)
 	require.Contains(t, e.String(), `KeyCondition: (org = "o") AND (year = 2026) AND (room = "b") AND (slot BETWEEN 9 AND 20)`)
+}
+
+// TestNativeGSIGroundTruth reads a multi-attribute native-gsi (two partition
+// attributes, sort attributes of types S, N and B, served by the multikey
+// double on the local servers) and the derived gsi of the same components
+// against a brute-force answer: every condition the native form can
+// express, both orders, All, Exists, and pages of 1, 3 and 7 followed by
+// their cursors, at tombstone densities 0.25 and 0.9 in the partition read.
+func TestNativeGSIGroundTruth(t *testing.T) {
+	t.Parallel()
+	for _, dead := range []float64{0.25, 0.9} {
+		t.Run(fmt.Sprint("dead=", dead), func(t *testing.T) {
+			t.Parallel()
+			tb, _ := newTestTableOn[ngItem](t, ddbtest.MultiKey(t))
+			items, deleted := ngGenerate(dead)
+			live := ngLoad(t, tb, items, deleted)
+			require.NotEmpty(t, live)
+			cases := ngCases(live)
+			if dead > 0.5 {
+				cases = cases[:40] // the conditions on the first component, at few live items
+			}
+			for _, index := range []string{"nat", "comp"} {
+				t.Run(index, func(t *testing.T) {
+					t.Parallel()
+					ix := &kiIndex[ngItem]{tb: tb, index: index, part: []any{"g", int64(7)}, items: live, key: ngKey,
+						id: func(it ngItem) string { return it.ID }}
+					if index == "comp" {
+						ix.tie = func(it ngItem) []any { return []any{it.ID} } // a derived key ends with the base key
+					}
+					ix.run(t, cases)
+				})
+			}
+		})
+	}
 }
