@@ -97,7 +97,7 @@ func bkRun[T any](b *testing.B, ctx context.Context, name string, t *Table[T], c
 	loaded := func(b *testing.B) {
 		load.Do(func() { bkLoad(b, t, dead, size, desc, mk) })
 	}
-	read := func(t *Table[T]) (benchPages, error) { return bkLibrary(ctx, t, channel, desc) }
+	read := func(t *Table[T]) (benchPages, error) { return bkLibrary(ctx, t, channel, desc, SortCondition{}) }
 	for _, s := range []struct {
 		name string
 		run  func() (benchPages, error)
@@ -114,9 +114,9 @@ func bkRun[T any](b *testing.B, ctx context.Context, name string, t *Table[T], c
 					b.Fatal(err)
 				}
 			}
-			naive, err := bkNaive(ctx, t, channel, desc)
+			naive, err := bkNaive(ctx, t, channel, desc, SortCondition{})
 			require.NoError(b, err)
-			floor, err := bkFloor(ctx, t, channel, desc, dead)
+			floor, err := bkFloor(ctx, t, channel, desc, SortCondition{}, dead)
 			require.NoError(b, err)
 			all, n, f := ps.sum(0, len(ps)), naive.sum(0, len(naive)), floor.sum(0, len(floor))
 			b.ReportMetric(float64(all.requests), "requests")
@@ -176,12 +176,12 @@ func bkLoad[T any](b testing.TB, t *Table[T], dead []bool, size int, desc bool, 
 	}
 }
 
-// bkLibrary reads benchFillPages pages through the library.
-func bkLibrary[T any](ctx context.Context, t *Table[T], channel string, desc bool) (benchPages, error) {
+// bkLibrary reads benchFillPages pages through the library, under cond.
+func bkLibrary[T any](ctx context.Context, t *Table[T], channel string, desc bool, cond SortCondition) (benchPages, error) {
 	var ps benchPages
 	cursor := ""
 	for range benchFillPages {
-		q := t.Query("feed", channel).Limit(benchFillPageSize).After(cursor)
+		q := t.Query("feed", channel).Where(cond).Limit(benchFillPageSize).After(cursor)
 		if desc {
 			q = q.Desc()
 		}
@@ -189,7 +189,7 @@ func bkLibrary[T any](ctx context.Context, t *Table[T], channel string, desc boo
 		if err != nil {
 			return ps, err
 		}
-		ps = append(ps, benchCost{page.Stats.Requests, page.Stats.ReadUnits})
+		ps = append(ps, benchCost{requests: page.Stats.Requests, units: page.Stats.ReadUnits, items: len(page.Items)})
 		if cursor = page.Cursor; cursor == "" {
 			break
 		}
@@ -197,14 +197,14 @@ func bkLibrary[T any](ctx context.Context, t *Table[T], channel string, desc boo
 	return ps, nil
 }
 
-// bkRaw sends the library's own request for the partition, with the
-// tombstone filter, in the given order.
-func bkRaw[T any](t *Table[T], channel string, desc bool) (*benchRaw, error) {
+// bkRaw sends the library's own request for the partition under cond, with
+// the tombstone filter, in the given order.
+func bkRaw[T any](t *Table[T], channel string, desc bool, cond SortCondition) (*benchRaw, error) {
 	d, err := t.index("feed")
 	if err != nil {
 		return nil, err
 	}
-	q := t.Query("feed", channel)
+	q := t.Query("feed", channel).Where(cond)
 	if desc {
 		q = q.Desc()
 	}
@@ -215,10 +215,10 @@ func bkRaw[T any](t *Table[T], channel string, desc bool) (*benchRaw, error) {
 	return &benchRaw{client: t.client.c.(*dynamodb.Client), input: p.input}, nil
 }
 
-// bkNaive is benchNaive in either order.
-func bkNaive[T any](ctx context.Context, t *Table[T], channel string, desc bool) (benchPages, error) {
+// bkNaive is benchNaive in either order, under cond.
+func bkNaive[T any](ctx context.Context, t *Table[T], channel string, desc bool, cond SortCondition) (benchPages, error) {
 	var ps benchPages
-	raw, err := bkRaw(t, channel, desc)
+	raw, err := bkRaw(t, channel, desc, cond)
 	if err != nil {
 		return ps, err
 	}
@@ -244,10 +244,12 @@ func bkNaive[T any](ctx context.Context, t *Table[T], channel string, desc bool)
 	return ps, nil
 }
 
-// bkFloor is benchFloor in either order: dead is in reading order.
-func bkFloor[T any](ctx context.Context, t *Table[T], channel string, desc bool, dead []bool) (benchPages, error) {
+// bkFloor is benchFloor in either order, under cond: dead holds the entries
+// cond matches, in reading order. Its first request starts where cond's range
+// does, each later one where the previous page ended.
+func bkFloor[T any](ctx context.Context, t *Table[T], channel string, desc bool, cond SortCondition, dead []bool) (benchPages, error) {
 	var ps benchPages
-	raw, err := bkRaw(t, channel, desc)
+	raw, err := bkRaw(t, channel, desc, cond)
 	if err != nil {
 		return ps, err
 	}
