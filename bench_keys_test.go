@@ -16,12 +16,12 @@ import (
 // BenchmarkPageFillKeys is BenchmarkPageFill on GSIs whose sort key is a
 // native attribute: a Number, a String, and a Number with ties (four items
 // share each value, which DynamoDB orders among themselves), read in both
-// orders, with entries of about 240 B and 1 KB. For each it reports the
-// requests and read units of five pages of 20 for the library (warm: a Table
-// that read the partition before; cold: one that did not), and their ratios
-// to the naive loop (Limit = what the page still needs, the next page from
-// the LastEvaluatedKey) and to the floor (one request per page, ending at its
-// last live item), all measured in the same run.
+// orders, with entries of about 200 B, 240 B and 1 KB. For each it reports
+// the requests and read units of five pages of 20 for the library (warm: a
+// Table that read the partition before; cold: one that did not), and their
+// ratios to the naive loop (Limit = what the page still needs, the next page
+// from the LastEvaluatedKey) and to the floor (one request per page, ending
+// at its last live item), all measured in the same run.
 func BenchmarkPageFillKeys(b *testing.B) {
 	ctx := context.Background()
 	num, _ := newTestTable[bkNum](b)
@@ -37,8 +37,16 @@ func BenchmarkPageFillKeys(b *testing.B) {
 			ps = append(ps, p)
 		}
 	}
+	// The patterns added later come after, so that the first ones keep their
+	// partitions (the partition key's length is part of the entry size).
+	for _, p := range pfmPatterns(bkItems, []int{500}) {
+		if p.name == "run 500 mid page 2, bg 0" {
+			ps = append(ps, p)
+		}
+	}
+	ps = append(ps, bkPatterns(bkItems)...)
 	for pi, p := range ps {
-		for _, size := range []int{240, 1024} {
+		for _, size := range []int{240, 1024, 200} {
 			for _, desc := range []bool{true, false} {
 				order := "desc"
 				if !desc {
@@ -50,13 +58,43 @@ func BenchmarkPageFillKeys(b *testing.B) {
 					return bkNum{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Seq: int64(seq)}
 				})
 				bkRun(b, ctx, "string/"+name, str, channel, p.dead, size, desc, func(seq int) bkStr {
-					return bkStr{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Name: fmt.Sprintf("n%05d", seq)}
+					return bkStr{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Name: bkName(seq)}
 				})
 				bkRun(b, ctx, "ties/"+name, tie, channel, p.dead, size, desc, func(seq int) bkTie {
 					return bkTie{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Rank: int64(seq / 4)}
 				})
 			}
 		}
+	}
+}
+
+// bkName is the String sort key of item seq: its order is seq's.
+func bkName(seq int) string { return fmt.Sprintf("n%05d", seq) }
+
+// bkPatterns are tombstone patterns of n entries, in reading order, that
+// pfmPatterns does not hold: runs between pages, and runs inside pages 2
+// to 5.
+func bkPatterns(n int) []pfmPattern {
+	// runs puts r tombstones after each count of live items in after.
+	runs := func(r int, after ...int) []bool {
+		dead := make([]bool, n)
+		at, live := 0, 0
+		for _, a := range after {
+			for ; at < n && live < a; at++ {
+				if !dead[at] {
+					live++
+				}
+			}
+			for i := at; i < at+r && i < n; i++ {
+				dead[i] = true
+			}
+			at = min(at+r, n)
+		}
+		return dead
+	}
+	return []pfmPattern{
+		{name: "runs 150 between pages 1-5, bg 0", dead: runs(150, 20, 40, 60, 80), kind: "clustered"},
+		{name: "runs 150 inside pages 2-5, bg 0", dead: runs(150, 30, 50, 70, 90), kind: "clustered"},
 	}
 }
 
