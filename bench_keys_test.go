@@ -16,12 +16,15 @@ import (
 // BenchmarkPageFillKeys is BenchmarkPageFill on GSIs whose sort key is a
 // native attribute: a Number, a String, and a Number with ties (four items
 // share each value, which DynamoDB orders among themselves), read in both
-// orders, with entries of about 200 B, 240 B and 1 KB. For each it reports
-// the requests and read units of five pages of 20 for the library (warm: a
-// Table that read the partition before; cold: one that did not), and their
-// ratios to the naive loop (Limit = what the page still needs, the next page
-// from the LastEvaluatedKey) and to the floor (one request per page, ending
-// at its last live item), all measured in the same run.
+// orders, with entries of about 200 B, 240 B and 1 KB. Each partition is read
+// whole and under four sort conditions (bkRanges): Between bounds and a single
+// Gt or Lt bound that start inside a run of tombstones or end inside one. For
+// each it reports the requests and read units of five pages of 20 for the
+// library (warm: a Table that read the partition before; cold: one that did
+// not), and their ratios to the naive loop (Limit = what the page still
+// needs, the next page from the LastEvaluatedKey) and to the floor (one
+// request per page, ending at its last live item), both under the same
+// condition and all measured in the same run.
 func BenchmarkPageFillKeys(b *testing.B) {
 	ctx := context.Background()
 	num, _ := newTestTable[bkNum](b)
@@ -54,13 +57,14 @@ func BenchmarkPageFillKeys(b *testing.B) {
 				}
 				channel := fmt.Sprintf("p%d-%d-%s", pi, size, order)
 				name := fmt.Sprintf("%s/%dB/%s", strings.ReplaceAll(p.name, " ", "_"), size, order)
-				bkRun(b, ctx, "number/"+name, num, channel, p.dead, size, desc, func(seq int) bkNum {
+				ranges := bkRanges(p.dead, desc)
+				bkRun(b, ctx, "number/"+name, num, channel, p.dead, size, desc, ranges, func(seq int) any { return int64(seq) }, func(seq int) bkNum {
 					return bkNum{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Seq: int64(seq)}
 				})
-				bkRun(b, ctx, "string/"+name, str, channel, p.dead, size, desc, func(seq int) bkStr {
+				bkRun(b, ctx, "string/"+name, str, channel, p.dead, size, desc, ranges, func(seq int) any { return bkName(seq) }, func(seq int) bkStr {
 					return bkStr{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Name: bkName(seq)}
 				})
-				bkRun(b, ctx, "ties/"+name, tie, channel, p.dead, size, desc, func(seq int) bkTie {
+				bkRun(b, ctx, "ties/"+name, tie, channel, p.dead, size, desc, ranges, func(seq int) any { return int64(seq / 4) }, func(seq int) bkTie {
 					return bkTie{ID: fmt.Sprintf("id%05d", seq), Channel: channel, Rank: int64(seq / 4)}
 				})
 			}
@@ -98,6 +102,115 @@ func bkPatterns(n int) []pfmPattern {
 	}
 }
 
+// bkRange is a sort condition of BenchmarkPageFillKeys: it matches the items
+// seq lo..hi, which are entries from..to-1 in reading order.
+type bkRange struct {
+	name     string
+	op       string // "between", "gt" (lo is the bound) or "lt" (hi is)
+	lo, hi   int
+	from, to int
+}
+
+// cond is r's condition on a sort key whose value for item seq is key(seq).
+func (r bkRange) cond(key func(seq int) any) SortCondition {
+	switch r.op {
+	case "gt":
+		return Gt(key(r.lo - 1))
+	case "lt":
+		return Lt(key(r.hi + 1))
+	}
+	return Between(key(r.lo), key(r.hi))
+}
+
+// bkRunMin is the shortest run of tombstones a range bound is placed in.
+const bkRunMin = 100
+
+// bkRanges returns the sort conditions each partition of pattern dead (in
+// reading order) is also read under:
+//
+//   - between_from_run: Between, from the middle of the first run of
+//     bkRunMin tombstones or more to a tenth of the partition before its end;
+//   - between_into_run: Between, from the sixth entry to the middle of the
+//     last such run that fewer than five pages of live items precede;
+//   - a single bound from the first of those places to the partition's end
+//     (ascending Gt, descending Lt), and one from the partition's start to the
+//     second (ascending Lt, descending Gt).
+//
+// Where the pattern has no such run, a range starts between its 10th and
+// 11th live items and ends between its 90th and 91st, among the tombstones
+// between them if there are any. Every bound is then moved outwards to a
+// whole group of four items (which can take in a live item next to it), so
+// that a sort key with four items per value (bkTie) matches the same items.
+func bkRanges(dead []bool, desc bool) []bkRange {
+	n := len(dead)
+	type run struct{ start, end, liveBefore int }
+	var runs []run
+	live := 0
+	for i := 0; i < n; {
+		if !dead[i] {
+			live++
+			i++
+			continue
+		}
+		j := i
+		for j < n && dead[j] {
+			j++
+		}
+		if j-i >= bkRunMin {
+			runs = append(runs, run{i, j, live})
+		}
+		i = j
+	}
+	// between returns the position halfway between the k-th and k+1-th live
+	// items (counted from 1).
+	between := func(k int) int {
+		prev, seen := -1, 0
+		for i, d := range dead {
+			if d {
+				continue
+			}
+			if seen++; seen == k+1 {
+				return (prev + 1 + i) / 2
+			}
+			prev = i
+		}
+		return n
+	}
+	fromRun, intoRun := between(10), between(90)
+	if len(runs) > 0 {
+		fromRun = (runs[0].start + runs[0].end) / 2
+		for _, r := range runs {
+			if r.liveBefore < benchFillPages*benchFillPageSize {
+				intoRun = (r.start + r.end) / 2
+			}
+		}
+	}
+	// mk turns entries from..to-1 in reading order into items lo..hi, moved
+	// out to whole groups of four.
+	mk := func(name, op string, from, to int) bkRange {
+		lo, hi := from+1, to // item seq is entry seq-1 ascending, n-seq descending
+		if desc {
+			lo, hi = n-to+1, n-from
+		}
+		lo, hi = max(1, lo/4*4), min(n, hi/4*4+3)
+		r := bkRange{name: name, op: op, lo: lo, hi: hi, from: lo - 1, to: hi}
+		if desc {
+			r.from, r.to = n-hi, n-lo+1
+		}
+		return r
+	}
+	start, end := "gt", "lt" // the bound a range starts from, and the one it ends at
+	if desc {
+		start, end = end, start
+	}
+	return []bkRange{
+		mk("between_from_run", "between", fromRun, n-n/10),
+		mk("between_into_run", "between", 5, intoRun),
+		mk(start+"_from_run", start, fromRun, n),
+		mk(end+"_into_run", end, 0, intoRun),
+	}
+}
+
 // bkItems is how many entries each partition of BenchmarkPageFillKeys holds.
 const bkItems = 1500
 
@@ -129,46 +242,72 @@ type bkTie struct {
 }
 
 // bkRun loads one partition (entry i in reading order is dead when dead[i];
-// item seq 1..n ascending) and benchmarks the strategies on it.
-func bkRun[T any](b *testing.B, ctx context.Context, name string, t *Table[T], channel string, dead []bool, size int, desc bool, mk func(seq int) T) {
+// item seq 1..n ascending) and benchmarks the strategies on it: read whole,
+// under name, and under each of ranges, under name/range (key(seq) is item
+// seq's sort key value).
+func bkRun[T any](b *testing.B, ctx context.Context, name string, t *Table[T], channel string, dead []bool, size int, desc bool, ranges []bkRange, key func(seq int) any, mk func(seq int) T) {
 	var load sync.Once
 	loaded := func(b *testing.B) {
 		load.Do(func() { bkLoad(b, t, dead, size, desc, mk) })
 	}
-	read := func(t *Table[T]) (benchPages, error) { return bkLibrary(ctx, t, channel, desc, SortCondition{}) }
-	for _, s := range []struct {
+	reads := []struct {
 		name string
-		run  func() (benchPages, error)
-	}{
-		{"library", func() (benchPages, error) { return read(t) }},
-		{"library-cold", func() (benchPages, error) { return read(coldMemo(t)) }},
-	} {
-		b.Run(name+"/"+s.name, func(b *testing.B) {
-			loaded(b)
-			var ps benchPages
-			for b.Loop() {
-				var err error
-				if ps, err = s.run(); err != nil {
-					b.Fatal(err)
-				}
+		cond SortCondition
+		dead []bool // the entries the condition matches, in reading order
+	}{{name, SortCondition{}, dead}}
+	for _, r := range ranges {
+		reads = append(reads, struct {
+			name string
+			cond SortCondition
+			dead []bool
+		}{name + "/" + r.name, r.cond(key), dead[r.from:r.to]})
+	}
+	for _, rd := range reads {
+		read := func(t *Table[T]) (benchPages, error) { return bkLibrary(ctx, t, channel, desc, rd.cond) }
+		// What five pages return: the live items the condition matches, at
+		// most five pages of them.
+		want := 0
+		for _, d := range rd.dead {
+			if !d {
+				want++
 			}
-			naive, err := bkNaive(ctx, t, channel, desc, SortCondition{})
-			require.NoError(b, err)
-			floor, err := bkFloor(ctx, t, channel, desc, SortCondition{}, dead)
-			require.NoError(b, err)
-			all, n, f := ps.sum(0, len(ps)), naive.sum(0, len(naive)), floor.sum(0, len(floor))
-			b.ReportMetric(float64(all.requests), "requests")
-			b.ReportMetric(all.units, "RU")
-			b.ReportMetric(float64(ps.sum(0, 1).requests), "p1-requests")
-			b.ReportMetric(all.units/n.units, "RU/naive")
-			b.ReportMetric(all.units/f.units, "RU/floor")
-			b.ReportMetric(float64(all.requests)/float64(n.requests), "requests/naive")
-			b.ReportMetric(float64(all.requests)/float64(f.requests), "requests/floor")
-			b.ReportMetric(float64(n.requests), "naive-requests")
-			b.ReportMetric(n.units, "naive-RU")
-			b.ReportMetric(float64(f.requests), "floor-requests")
-			b.ReportMetric(f.units, "floor-RU")
-		})
+		}
+		want = min(want, benchFillPages*benchFillPageSize)
+		for _, s := range []struct {
+			name string
+			run  func() (benchPages, error)
+		}{
+			{"library", func() (benchPages, error) { return read(t) }},
+			{"library-cold", func() (benchPages, error) { return read(coldMemo(t)) }},
+		} {
+			b.Run(rd.name+"/"+s.name, func(b *testing.B) {
+				loaded(b)
+				var ps benchPages
+				for b.Loop() {
+					var err error
+					if ps, err = s.run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				naive, err := bkNaive(ctx, t, channel, desc, rd.cond)
+				require.NoError(b, err)
+				floor, err := bkFloor(ctx, t, channel, desc, rd.cond, rd.dead)
+				require.NoError(b, err)
+				all, n, f := ps.sum(0, len(ps)), naive.sum(0, len(naive)), floor.sum(0, len(floor))
+				require.Equal(b, want, all.items, "live items in five pages")
+				b.ReportMetric(float64(all.requests), "requests")
+				b.ReportMetric(all.units, "RU")
+				b.ReportMetric(float64(ps.sum(0, 1).requests), "p1-requests")
+				b.ReportMetric(all.units/n.units, "RU/naive")
+				b.ReportMetric(all.units/f.units, "RU/floor")
+				b.ReportMetric(float64(all.requests)/float64(n.requests), "requests/naive")
+				b.ReportMetric(float64(all.requests)/float64(f.requests), "requests/floor")
+				b.ReportMetric(float64(n.requests), "naive-requests")
+				b.ReportMetric(n.units, "naive-RU")
+				b.ReportMetric(float64(f.requests), "floor-requests")
+				b.ReportMetric(f.units, "floor-RU")
+			})
+		}
 	}
 }
 
