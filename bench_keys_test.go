@@ -433,14 +433,16 @@ func bkFloor[T any](ctx context.Context, t *Table[T], channel string, desc bool,
 	var esk map[string]types.AttributeValue
 	i := 0
 	for range benchFillPages {
+		// n entries up to the page's last live item: on a last page that is
+		// not full, the tombstones after it are not read.
 		n, live := 0, 0
-		for ; i < len(dead) && live < benchFillPageSize; i++ {
-			n++
+		for read := 0; i < len(dead) && live < benchFillPageSize; i++ {
+			read++
 			if !dead[i] {
-				live++
+				n, live = read, live+1
 			}
 		}
-		out, err := raw.query(ctx, n, esk)
+		out, err := raw.query(ctx, max(n, 1), esk)
 		if err != nil {
 			return ps, err
 		}
