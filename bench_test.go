@@ -477,10 +477,12 @@ func benchLoad(tb testing.TB, t *Table[benchFeedItem], channel string, dead []bo
 	}
 }
 
-// benchCost is what one page cost.
+// benchCost is what one page cost, and how many items it returned (where
+// the strategy counts them).
 type benchCost struct {
 	requests int
 	units    float64
+	items    int
 }
 
 // benchPages is what a run of pages cost, page by page.
@@ -492,6 +494,7 @@ func (ps benchPages) sum(from, to int) benchCost {
 	for _, p := range ps[min(from, len(ps)):min(to, len(ps))] {
 		c.requests += p.requests
 		c.units += p.units
+		c.items += p.items
 	}
 	return c
 }
@@ -537,7 +540,7 @@ type benchStrategy func(ctx context.Context, t *Table[benchFeedItem], channel st
 
 // benchLibrary is ddbindex's Page, following its cursor.
 func benchLibrary(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
-	return bkLibrary(ctx, t, channel, true)
+	return bkLibrary(ctx, t, channel, true, SortCondition{})
 }
 
 // benchLibraryCold is benchLibrary on a Table that has not read the
@@ -547,14 +550,14 @@ func benchLibraryCold(ctx context.Context, t *Table[benchFeedItem], channel stri
 }
 
 func benchRawFor(t *Table[benchFeedItem], channel string) (*benchRaw, error) {
-	return bkRaw(t, channel, true)
+	return bkRaw(t, channel, true, SortCondition{})
 }
 
 // benchNaive is the source write-up's loop: ask for the items still missing
 // (Limit = remaining) until the page is full or there is no
 // LastEvaluatedKey; the next page starts from the LastEvaluatedKey.
 func benchNaive(ctx context.Context, t *Table[benchFeedItem], channel string, _ []bool) (benchPages, error) {
-	return bkNaive(ctx, t, channel, true)
+	return bkNaive(ctx, t, channel, true, SortCondition{})
 }
 
 // benchUnlimited is what guregu/dynamo does with a filter: no Limit on the
@@ -605,7 +608,7 @@ func benchUnlimited(ctx context.Context, t *Table[benchFeedItem], channel string
 func benchFloor(ctx context.Context, t *Table[benchFeedItem], channel string, dead []bool) (benchPages, error) {
 	reading := slices.Clone(dead) // dead is in Seq order; the pages read the highest Seq first
 	slices.Reverse(reading)
-	return bkFloor(ctx, t, channel, true, reading)
+	return bkFloor(ctx, t, channel, true, SortCondition{}, reading)
 }
 
 // benchFillPatterns are BenchmarkPageFill's tombstone patterns, in reading
