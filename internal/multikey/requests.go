@@ -14,19 +14,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// checkUnused refuses placeholders no expression uses, as DynamoDB does
-// ("Value provided in ExpressionAttributeNames unused in expressions").
-func checkUnused(names map[string]string, values map[string]types.AttributeValue, exprs ...*string) error {
-	usedN, usedV := map[string]bool{}, map[string]bool{}
+// usedPlaceholders returns the #name and :value placeholders exprs use.
+func usedPlaceholders(exprs []*string) (names, values map[string]bool) {
+	names, values = map[string]bool{}, map[string]bool{}
 	for _, e := range exprs {
 		n, v := placeholders(aws.ToString(e))
 		for _, x := range n {
-			usedN[x] = true
+			names[x] = true
 		}
 		for _, x := range v {
-			usedV[x] = true
+			values[x] = true
 		}
 	}
+	return names, values
+}
+
+// checkUnused refuses placeholders no expression uses, as DynamoDB does
+// ("Value provided in ExpressionAttributeNames unused in expressions").
+func checkUnused(names map[string]string, values map[string]types.AttributeValue, exprs ...*string) error {
+	usedN, usedV := usedPlaceholders(exprs)
 	var unusedN, unusedV []string
 	for k := range names {
 		if !usedN[k] {
@@ -51,16 +57,7 @@ func checkUnused(names map[string]string, values map[string]types.AttributeValue
 
 // prune drops the placeholders that none of exprs uses any more.
 func prune(names map[string]string, values map[string]types.AttributeValue, exprs ...*string) (map[string]string, map[string]types.AttributeValue) {
-	usedN, usedV := map[string]bool{}, map[string]bool{}
-	for _, e := range exprs {
-		n, v := placeholders(aws.ToString(e))
-		for _, x := range n {
-			usedN[x] = true
-		}
-		for _, x := range v {
-			usedV[x] = true
-		}
-	}
+	usedN, usedV := usedPlaceholders(exprs)
 	maps.DeleteFunc(names, func(k, _ string) bool { return !usedN[k] })
 	maps.DeleteFunc(values, func(k string, _ types.AttributeValue) bool { return !usedV[k] })
 	if len(names) == 0 {
@@ -72,19 +69,25 @@ func prune(names map[string]string, values map[string]types.AttributeValue, expr
 	return names, values
 }
 
-// query rewrites a Query of a multi-attribute GSI into one of the hidden
-// GSI that serves it, after the checks DynamoDB makes.
-func (d *Double) query(ctx context.Context, p *dynamodb.QueryInput) (*dynamodb.QueryInput, *index, error) {
-	if p.IndexName == nil {
-		return p, nil, nil
+// multiIndex returns the table and the multi-attribute GSI a read names;
+// nil when it names none.
+func (d *Double) multiIndex(ctx context.Context, tableName, indexName *string) (*table, *index, error) {
+	if indexName == nil {
+		return nil, nil, nil
 	}
-	t, err := d.info(ctx, aws.ToString(p.TableName))
+	t, err := d.info(ctx, aws.ToString(tableName))
 	if err != nil {
 		return nil, nil, err
 	}
-	ix := t.multi[aws.ToString(p.IndexName)]
-	if ix == nil {
-		return p, nil, nil
+	return t, t.multi[aws.ToString(indexName)], nil
+}
+
+// query rewrites a Query of a multi-attribute GSI into one of the hidden
+// GSI that serves it, after the checks DynamoDB makes.
+func (d *Double) query(ctx context.Context, p *dynamodb.QueryInput) (*dynamodb.QueryInput, *index, error) {
+	t, ix, err := d.multiIndex(ctx, p.TableName, p.IndexName)
+	if err != nil || ix == nil {
+		return p, nil, err
 	}
 	if p.KeyConditions != nil || p.QueryFilter != nil || p.AttributesToGet != nil {
 		return nil, nil, validation("multikey double: legacy Query parameters are not supported; use expressions")
@@ -143,16 +146,9 @@ func (d *Double) query(ctx context.Context, p *dynamodb.QueryInput) (*dynamodb.Q
 
 // scan rewrites a Scan of a multi-attribute GSI into one of its hidden GSI.
 func (d *Double) scan(ctx context.Context, p *dynamodb.ScanInput) (*dynamodb.ScanInput, *index, error) {
-	if p.IndexName == nil {
-		return p, nil, nil
-	}
-	t, err := d.info(ctx, aws.ToString(p.TableName))
-	if err != nil {
-		return nil, nil, err
-	}
-	ix := t.multi[aws.ToString(p.IndexName)]
-	if ix == nil {
-		return p, nil, nil
+	t, ix, err := d.multiIndex(ctx, p.TableName, p.IndexName)
+	if err != nil || ix == nil {
+		return p, nil, err
 	}
 	q := *p
 	// A Scan of an index lists only its items: those with hidden attributes.
