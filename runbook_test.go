@@ -101,9 +101,15 @@ const (
 	declGSIKeepTable        // type=gsi,keep=table
 	declTableKeepGSI        // type=table,keep=gsi
 	declTable               // type=table
+	// The move between a derived GSI and a native one (runbook_native_test.go).
+	declGSIKeepNative // type=gsi,keep=native-gsi
+	declNativeKeepGSI // type=native-gsi,keep=gsi
+	declNative        // type=native-gsi
+	declGSIWasNative  // type=gsi, its native-gsi form named
 )
 
-var declNames = []string{"type=gsi", "type=gsi,keep=table", "type=table,keep=gsi", "type=table"}
+var declNames = []string{"type=gsi", "type=gsi,keep=table", "type=table,keep=gsi", "type=table",
+	"type=gsi,keep=native-gsi", "type=native-gsi,keep=gsi", "type=native-gsi", "type=gsi (native-gsi named)"}
 
 // rbItem is the ground truth's form of an item.
 type rbItem = rbGSI
@@ -205,6 +211,14 @@ func rbTo[T any](it rbItem) T {
 		*p = rbTableKeepGSI(it)
 	case *rbTable:
 		*p = rbTable(it)
+	case *rbGSIKeepNative:
+		*p = rbGSIKeepNative(it)
+	case *rbNativeKeepGSI:
+		*p = rbNativeKeepGSI(it)
+	case *rbNative:
+		*p = rbNative(it)
+	case *rbGSIWasNative:
+		*p = rbGSIWasNative(it)
 	}
 	return out
 }
@@ -218,6 +232,14 @@ func rbBack[T any](x T) rbItem {
 	case rbTableKeepGSI:
 		return rbItem(v)
 	case rbTable:
+		return rbItem(v)
+	case rbGSIKeepNative:
+		return rbItem(v)
+	case rbNativeKeepGSI:
+		return rbItem(v)
+	case rbNative:
+		return rbItem(v)
+	case rbGSIWasNative:
 		return rbItem(v)
 	}
 	panic(fmt.Sprintf("rbBack: %T", x))
@@ -246,6 +268,10 @@ type rbFleet struct {
 	// slow, when set, is the transport c goes through: GSIs that backfill
 	// and GSI reads that lag, as DynamoDB's (newRBFleetSlow).
 	slow *slowddb.Transport
+	// uniqueSort gives every item a Created of its own, so that no two
+	// items of a partition share a status and a Created (see
+	// newRBFleetNative).
+	uniqueSort bool
 	// div divides the operations of every round (1: the full walk).
 	div    int
 	opened []rbInstance
@@ -354,6 +380,14 @@ func (f *rbFleet) open(decl int) rbInstance {
 		inst = rbInstanceOf[rbTableKeepGSI](f, decl, ddbindex.IndexTable, ddbindex.GSI)
 	case declTable:
 		inst = rbInstanceOf[rbTable](f, decl, ddbindex.IndexTable)
+	case declGSIKeepNative:
+		inst = rbInstanceOf[rbGSIKeepNative](f, decl, ddbindex.GSI, ddbindex.NativeGSI)
+	case declNativeKeepGSI:
+		inst = rbInstanceOf[rbNativeKeepGSI](f, decl, ddbindex.NativeGSI, ddbindex.GSI)
+	case declNative:
+		inst = rbInstanceOf[rbNative](f, decl, ddbindex.NativeGSI)
+	case declGSIWasNative:
+		inst = rbInstanceOf[rbGSIWasNative](f, decl, ddbindex.GSI)
 	}
 	f.opened = append(f.opened, inst)
 	return inst
@@ -411,6 +445,10 @@ func (f *rbFleet) setRoute(operator rbInstance, fleet []rbInstance, r migrate.Ro
 	case *rbTableOf[rbGSIKeepTable]:
 		require.NoError(f.t, migrate.SetRoute(f.ctx, op.router, op.t, "by_status", r))
 	case *rbTableOf[rbTableKeepGSI]:
+		require.NoError(f.t, migrate.SetRoute(f.ctx, op.router, op.t, "by_status", r))
+	case *rbTableOf[rbGSIKeepNative]:
+		require.NoError(f.t, migrate.SetRoute(f.ctx, op.router, op.t, "by_status", r))
+	case *rbTableOf[rbNativeKeepGSI]:
 		require.NoError(f.t, migrate.SetRoute(f.ctx, op.router, op.t, "by_status", r))
 	default:
 		f.t.Fatalf("the operator runs %s, which keeps one form", operator.decl())
@@ -527,6 +565,9 @@ func (f *rbFleet) round(phase string, fleet []rbInstance, n int, during func(), 
 					// rounds give it to the writer of the same number.
 					id := fmt.Sprintf("t%05d-%d", base+j*len(fleet)+i, i)
 					it := rbItem{ID: id, Team: f.teams[r.IntN(len(f.teams))], Status: statuses[r.IntN(len(statuses))], Created: int64(r.IntN(50))}
+					if f.uniqueSort {
+						it.Created = int64(base + j*len(fleet) + i)
+					}
 					touched[i] = append(touched[i], id)
 					out, err := inst.put(f.ctx, it)
 					if err != nil {

@@ -109,15 +109,22 @@ func (t *Table[T]) droppedForms() []spec.Dropped {
 		if d != d.decl.lay {
 			continue // a kept form: its declaration is visited through the declared one
 		}
-		for _, k := range []Kind{GSI, LSI, IndexTable} {
+		for _, k := range indexKinds {
 			if slices.ContainsFunc(d.decl.forms, func(f *layout) bool { return f.kind == k }) {
+				continue
+			}
+			_, named := d.decl.names[k]
+			if k == NativeGSI && !named {
+				// Its default name is the index's, which a derived GSI
+				// declared or kept has too, and any GSI keyed by the
+				// model's own attributes may be someone else's: it is
+				// looked for only where native-gsi= says it was.
 				continue
 			}
 			gone, err := layoutOf(d.decl, k)
 			if err != nil {
 				continue // the declaration cannot be this kind, so it never was
 			}
-			_, named := d.decl.names[k]
 			pk, sk := keysOf(gone)
 			out = append(out, spec.Dropped{
 				Index: d.name, Declared: specKind(d.kind), Kind: specKind(k), Table: t.tableOf(gone), IndexName: gone.index,
