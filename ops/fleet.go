@@ -221,7 +221,7 @@ func runShadow(e *env, args []string) error {
 func runDrop(e *env, args []string) error {
 	fs := e.commandFlags("drop", "--index INDEX --form FORM")
 	index := fs.String("index", "", "the logical `INDEX` whose form to drop")
-	formFlag := fs.String("form", "", "the `FORM` to drop (gsi or table): the one the declaration keeps besides its type")
+	formFlag := fs.String("form", "", "the `FORM` to drop (gsi, native-gsi or table): the one the declaration keeps besides its type")
 	quiet := fs.Duration("quiet-for", time.Hour, "how long the fleet must have served no read from the form")
 	force := fs.Bool("force", false, "drop even though the fleet view says the form is in use (or there is none)")
 	if err := e.parse(fs, args, "drop"); err != nil {
@@ -235,7 +235,7 @@ func runDrop(e *env, args []string) error {
 	}
 	k, ok := kindOf(*formFlag)
 	if !ok || k == ddbindex.LSI {
-		return usageErr("drop", "--form %q: want gsi or table (an LSI lives and dies with its table)", *formFlag)
+		return usageErr("drop", "--form %q: want gsi, native-gsi or table (an LSI lives and dies with its table)", *formFlag)
 	}
 	if *quiet < 0 {
 		return usageErr("drop", "--quiet-for %v: want a duration of 0 or more", *quiet)
