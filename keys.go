@@ -509,7 +509,7 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // key with ok true means next is the first entry of the condition's range,
 // so the query starts at the range.
 func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
-	if d.sk == nil || d.sk.attrs != nil {
+	if d.neverStartsBefore(desc) {
 		// A multi-attribute sort key: a cursor carries the last position
 		// evaluated instead.
 		return nil, false
@@ -584,6 +584,14 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 		esk[d.sk.attr] = &types.AttributeValueMemberS{Value: k}
 	}
 	return esk, true
+}
+
+// neverStartsBefore reports whether startKeyBefore refuses every position
+// of d read in the order desc: no sort key, a multi-attribute one (a cursor
+// carries the last position evaluated instead), or a native String read
+// descending (it may hold any character).
+func (d *layout) neverStartsBefore(desc bool) bool {
+	return d.sk == nil || d.sk.attrs != nil || (desc && d.sk.native && d.sk.scalar == types.ScalarAttributeTypeS)
 }
 
 // prefixCeiling returns the highest String of at most maxSortKeyBytes bytes

@@ -90,6 +90,7 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 		if !pg.size.projected {
 			pg.size.priorBytes = q.t.memo.itemBytes(p.memoKey)
 		}
+		pg.size.runLen = q.t.memo.runLen(p.memoKey)
 	}
 	if p.start.at == nil {
 		return pg
@@ -98,7 +99,10 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 	pg.esk, _ = p.def.startKey(p.start.at)
 	if p.start.next != nil && p.start.through {
 		// Everything up to next was read dead: start exactly after it, on a
-		// form that orders ties as the one that read it did.
+		// form that orders ties as the one that read it did. That is most
+		// likely inside a stretch without a live item, part of which was
+		// read: its remembered length says nothing of what is left.
+		pg.size.inStretch = true
 		if p.start.tied == !p.def.uniqueSort {
 			if esk, err := p.def.startKey(p.start.next); err == nil {
 				pg.esk, pg.pos = esk, p.start.next
@@ -186,11 +190,11 @@ func (pg *pager[T]) next(ctx context.Context, limit int) ([]map[string]types.Att
 		last.ReadUnits = *out.ConsumedCapacity.CapacityUnits
 	}
 	pg.total.add(last)
-	pg.size.observe(int(out.ScannedCount), int(out.Count), last.ReadUnits, aws.ToBool(in.ConsistentRead))
 	// A response whose last evaluated item was not returned ended in dead
 	// items: the next request may be the start of a run.
-	pg.size.tailDead = out.Count > 0 && len(out.LastEvaluatedKey) > 0 &&
+	tailDead := out.Count > 0 && len(out.LastEvaluatedKey) > 0 &&
 		!sameKey(pg.p.def, out.Items[len(out.Items)-1], out.LastEvaluatedKey)
+	pg.size.observe(int(out.ScannedCount), int(out.Count), last.ReadUnits, aws.ToBool(in.ConsistentRead), tailDead)
 	pg.size.sample(out.Items)
 	if len(out.LastEvaluatedKey) == 0 {
 		return out.Items, false, nil
@@ -324,6 +328,11 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 			}
 			break
 		}
+		// Once the page is full, a request that is sized to a stretch's
+		// end stops there when the next page cannot start just before the
+		// next live item: the cursor then skips the stretch through the
+		// last position evaluated.
+		pg.size.toEnd = len(raw) >= limit && (q.t.memo.noStartBefore.Load() || p.def.neverStartsBefore(q.desc))
 		size := pg.size.next(want - len(raw))
 		if want > limit && len(raw) < limit {
 			// This request may fill the page. The look-ahead item is read
@@ -395,6 +404,9 @@ func (pg *pager[T]) remember() {
 	if b := pg.size.liveBytes(); b > 0 && !pg.size.projected {
 		pg.q.t.memo.putItemBytes(pg.p.memoKey, b)
 	}
+	if pg.size.runs > 0 {
+		pg.q.t.memo.putRunLen(pg.p.memoKey, pg.size.runLen)
+	}
 }
 
 // unmarshalItem reads an entry into a model value, and shows on it whether
@@ -434,6 +446,15 @@ var itemDecoder = attributevalue.NewDecoder()
 // leaves the expected ratio as it was around it; a sparse stretch lowers it.
 // Until then, no request grows by more than the factor growth over the last,
 // so a wrong guess costs at most that much reading beyond the page.
+//
+// It also remembers how long the stretches without a live item were (runLen,
+// from the call and the memo). Once a streak is too long to be chance at the
+// expected ratio, the next request reads to where a stretch that long would
+// end, plus what the page still needs: a partition whose runs of tombstones
+// repeat (deletes in bursts, a feed pruned page by page) crosses each in two
+// or three requests instead of O(log R). A stretch longer than remembered
+// goes on growing from what the streak has read; one shorter costs the live
+// items read past it, which the next page reads again.
 type sizer struct {
 	prior, weight float64 // the memo's live ratio and its weight in items (weight 0: none)
 	live, read    float64 // settled evidence: what the call read, clusters of tombstones left out
@@ -441,6 +462,7 @@ type sizer struct {
 	pending       int     // items of the last streak, not yet judged
 	after         [2]int  // live and read items since the pending streak ended
 	exitDead      int     // dead items of the request that ended it
+	exitRun       int     // of those, how many the remembered stretch length expected (see runLen)
 	lastRead      int     // items the last request read
 	tailDead      bool    // the last request returned live items, then read dead ones
 	unitBytes     float64 // an item's size as the read units bound it (0: unknown)
@@ -448,6 +470,13 @@ type sizer struct {
 	sampled       [2]int  // items sized, and their bytes
 	priorBytes    float64 // the mean live item size earlier calls read (0: unknown)
 	projected     bool    // the query projects attributes: returned items are smaller than what is read
+	runLen        float64 // the expected length of a stretch without a live item, once one was met (0: none known)
+	runs          int     // stretches the call crossed
+	jumped        bool    // the current streak read to where the remembered length ended
+	jumpEnd       int     // the streak's length when that read returned
+	jumpPeek      bool    // that read was sized to the stretch's end (toEnd)
+	inStretch     bool    // the call started inside a stretch, and has read no live item yet
+	toEnd         bool    // the page is full and its cursor cannot skip to the next item: read to a stretch's end, not past it
 }
 
 // itemBytes is the size the 4 KB fill assumes for an item: the tighter of
@@ -526,6 +555,16 @@ func (s *sizer) evidence() (live, read float64) {
 // count.
 func (s *sizer) judge() (live, read float64) {
 	l, r := float64(s.after[0]), float64(s.after[1])
+	if s.exitRun > 0 {
+		// The request that ended the streak was sized to read the rest of
+		// a stretch as long as the earlier ones: the dead items it read,
+		// up to that rest, belong to the stretch.
+		run, r := float64(s.pending+s.exitRun), r-float64(s.exitRun)
+		if run*l/r >= runEvidence {
+			return l, r
+		}
+		return l, r + float64(s.pending+s.exitRun)
+	}
 	if float64(s.pending)*l/r >= runEvidence {
 		return l, r - float64(s.exitDead)
 	}
@@ -553,8 +592,25 @@ func (s *sizer) next(need int) int {
 	n := float64(need)
 	size := (n + margin*math.Sqrt(n*(1-p))) / p
 	switch {
+	case s.streak > 0 && s.jumped:
+		// The jump found no live item. Sized to the stretch's end (toEnd),
+		// that is what it was for: the next item is expected next. Else the
+		// stretch is longer than the remembered ones: go on growing as
+		// the streak would have, not from the jump.
+		if !s.jumpPeek || s.streak > s.jumpEnd {
+			size = max(size, (growth-1)*float64(s.streak)+n)
+		}
 	case s.streak > 0:
 		size = max(size, growth*float64(s.lastRead))
+		if rest := s.jumpRest(); rest > 0 {
+			// Earlier stretches without a live item were this long: read
+			// to where this one is expected to end, and on to what the
+			// page still needs (or only to the end: see toEnd).
+			if s.toEnd {
+				n = 0
+			}
+			size = max(size, rest+n)
+		}
 	case s.lastRead > 0 && s.pending > 0:
 		size = min(size, max(n, growth*float64(s.lastRead)))
 	}
@@ -567,10 +623,12 @@ func (s *sizer) next(need int) int {
 	return max(need, int(min(math.Ceil(size), maxRequestItems)))
 }
 
-// observe takes in a response: items read, items returned (live), and read
-// units consumed.
-func (s *sizer) observe(read, live int, units float64, consistent bool) {
+// observe takes in a response: items read, items returned (live), read
+// units consumed, and whether it ended in dead items.
+func (s *sizer) observe(read, live int, units float64, consistent, tailDead bool) {
 	s.lastRead = read
+	defer func() { s.tailDead = tailDead }()
+	s.inStretch = s.inStretch && live == 0
 	if units > 0 && read > 0 {
 		// Read units are whole 4 KB blocks (half a unit each when eventually
 		// consistent), so units·4096/read bounds an item's size from above;
@@ -589,12 +647,31 @@ func (s *sizer) observe(read, live int, units float64, consistent bool) {
 		if s.streak == 0 && s.pending > 0 {
 			s.settle() // a new streak: the last one is judged on what followed it
 		}
+		if !s.jumped && s.jumpRest() > 0 {
+			s.jumped, s.jumpEnd, s.jumpPeek = true, s.streak+read, s.toEnd
+		}
 		s.streak += read
 	case s.streak > 0:
+		rest := s.jumpRest() // what next sized this request by
 		if s.pending > 0 {
 			s.settle()
 		}
-		s.pending, s.streak = s.streak, 0
+		s.exitRun = 0
+		// The dead items of the request that ended the streak lie before
+		// its live items, and after them too when it ended in dead items.
+		run := float64(s.streak + read - live)
+		if tailDead {
+			run = float64(s.streak) + float64(read-live)/2
+		}
+		if rest > 0 {
+			// Sized to read the rest of a stretch as long as the earlier
+			// ones and what the page needed after it: the live items beyond
+			// that need came where the stretch was expected to go on.
+			s.exitRun = max(0, min(int(rest), read-live)-max(0, live-(read-int(rest))))
+			run = float64(s.streak + s.exitRun)
+		}
+		s.noteRun(run)
+		s.pending, s.streak, s.jumped = s.streak, 0, false
 		s.after = [2]int{live, read}
 		s.exitDead = read - live
 	case s.pending > 0:
@@ -606,12 +683,37 @@ func (s *sizer) observe(read, live int, units float64, consistent bool) {
 	}
 }
 
+// noteRun takes in the length of a stretch without a live item that a
+// request ended.
+func (s *sizer) noteRun(n float64) {
+	if s.runLen == 0 {
+		s.runLen = n
+	} else {
+		s.runLen = s.runLen*memoDecay + n*(1-memoDecay)
+	}
+	s.runs++
+}
+
+// jumpChance is how likely a streak may be at the expected live ratio and
+// still count as a stretch like the remembered ones.
+const jumpChance = 0.01
+
+// jumpRest is how many more dead items the current streak is expected to
+// hold: what remains of the remembered stretch length, once the streak is
+// itself too unlikely to be chance at the expected live ratio (0: none).
+func (s *sizer) jumpRest() float64 {
+	if s.streak == 0 || s.inStretch || s.runLen <= float64(s.streak) || math.Pow(1-s.ratio(), float64(s.streak)) > jumpChance {
+		return 0
+	}
+	return max(0, math.Floor(s.runLen)-float64(s.streak))
+}
+
 // settle makes the judgement of the pending streak final.
 func (s *sizer) settle() {
 	l, r := s.judge()
 	s.live += l
 	s.read += r
-	s.pending, s.after, s.exitDead = 0, [2]int{}, 0
+	s.pending, s.after, s.exitDead, s.exitRun = 0, [2]int{}, 0, 0
 }
 
 // ---- memo ------------------------------------------------------------------
@@ -657,6 +759,7 @@ type memoPart struct {
 type memoEntry struct {
 	live, read float64
 	bytes      float64 // the mean size of the entries read (0: unknown)
+	runLen     float64 // the expected length of a stretch without a live item (0: unknown)
 }
 
 // part returns the part of m that holds key.
@@ -707,6 +810,23 @@ func (m *memo) putItemBytes(key string, bytes float64) {
 	}
 	p, e := m.edit(key)
 	e.bytes = bytes
+	p.m[key] = e
+	p.mu.Unlock()
+}
+
+// runLen returns the stretch length remembered for key (0: none).
+func (m *memo) runLen(key string) float64 {
+	e, _ := m.entry(key)
+	return e.runLen
+}
+
+// putRunLen remembers the expected stretch length a call ended with.
+func (m *memo) putRunLen(key string, n float64) {
+	if m == nil {
+		return
+	}
+	p, e := m.edit(key)
+	e.runLen = n
 	p.m[key] = e
 	p.mu.Unlock()
 }

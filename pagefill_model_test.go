@@ -376,3 +376,49 @@ func TestPageFillCostModel(t *testing.T) {
 	}
 	t.Log("\n" + report.String())
 }
+
+// TestPageFillRemembersStretchLength holds the page fill to the cost targets
+// on partitions whose runs of tombstones repeat, read by a Table that has
+// read the partition before: the sizer remembers how long the stretches
+// without a live item were and reads to where the next one is expected to
+// end, instead of growing 1.2x at a time through each. Over five pages of 20:
+// at most 1.3x the floor's read units, never more than the naive loop by over
+// half a read unit, and at most 3x the floor's requests, except runs of 150
+// between pages at 1 KB, which take 16 requests (3.2x) in this model.
+func TestPageFillRemembersStretchLength(t *testing.T) {
+	t.Parallel()
+	const n, pages, limit = 3000, 5, 20
+	ps := append(pfmPatterns(n, nil), bkPatterns(n)...)
+	checked := 0
+	for _, p := range ps {
+		if !strings.HasPrefix(p.name, "runs 150") && p.name != "alternating 30 live/370 dead, bg 0" {
+			continue
+		}
+		for _, sz := range []int{200, 240, 1024} {
+			tb, err := New[benchFeedItem](nil)
+			require.NoError(t, err)
+			m := pfmLoad(t, tb, p.dead, sz)
+			tb.client = calls{m}
+			pfmLibrary(t, tb, m, pages, limit)
+			lib := pfmLibrary(t, tb, m, pages, limit)
+			naive := pfmNaive(m, pages, limit)
+			sizes := make([]int, n)
+			for i := range sizes {
+				sizes[i] = m.entries[n-1-i].size
+			}
+			floor := pfmFloor(p.dead, sizes, pages, limit)
+			la, fa, na := pfmSum(lib, 0), pfmSum(floor, 0), pfmSum(naive, 0)
+			where := fmt.Sprintf("%s, %d B: %d requests / %.1f RU, floor %d / %.1f, naive %d / %.1f", p.name, sz, la.reqs, la.units, fa.reqs, fa.units, na.reqs, na.units)
+			t.Log(where)
+			maxReqs := 3 * fa.reqs
+			if sz == 1024 && strings.HasPrefix(p.name, "runs 150 between") {
+				maxReqs = 16
+			}
+			assert.LessOrEqual(t, la.reqs, maxReqs, where)
+			assert.LessOrEqual(t, la.units, 1.3*fa.units, where)
+			assert.LessOrEqual(t, la.units, na.units+0.5, where)
+			checked++
+		}
+	}
+	require.Equal(t, 9, checked, "patterns checked")
+}
