@@ -24,9 +24,13 @@
 //     names, or that applies begins_with to a Number; a FilterExpression on a
 //     key attribute of the queried index.
 //   - It serves each multi-attribute GSI as a single-attribute GSI of the
-//     same name over two hidden String attributes, "_mkh.<spec>" and
-//     "_mkr.<index>", which hold an order-preserving encoding of the
-//     partition and sort attribute tuples (encode.go). Hidden attributes are
+//     same name over two hidden String attributes, "_mkh.<digest>" and
+//     "_mkr.<digest>", which hold an order-preserving encoding of the
+//     partition and sort attribute tuples (encode.go). The digest is of the
+//     table, the index and its declaration, which the double keeps: it
+//     recognises the multi-attribute GSIs of the tables created or updated
+//     through it (in this process), and sees any other GSI over a hidden
+//     attribute as the server describes it. Hidden attributes are
 //     written with every item that has all the key attributes and are absent
 //     otherwise (DynamoDB's sparse indexes), and are stripped from every
 //     answer; DescribeTable shows the key schema as declared.
@@ -50,13 +54,14 @@ package multikey
 
 import (
 	"context"
-	"encoding/base64"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -104,8 +109,8 @@ func (ix *index) keyType(attr string) types.KeyType {
 	return ""
 }
 
-// spec is what a hidden partition attribute's name carries, so that the
-// double needs no state to recognise its indexes.
+// spec is what identifies a multi-attribute GSI as declared: its key
+// attributes with their types and its projection.
 type spec struct {
 	H   [][2]string `json:"h"`
 	R   [][2]string `json:"r,omitempty"`
@@ -113,7 +118,22 @@ type spec struct {
 	Inc []string    `json:"i,omitempty"`
 }
 
-func newIndex(name string, ks []types.KeySchemaElement, defs map[string]types.ScalarAttributeType, proj *types.Projection) (*index, error) {
+// hiddenDigest names the hidden attributes of an index: a digest of the
+// table, the index and its spec, short enough for any key schema DynamoDB
+// allows (four HASH and four RANGE attributes of up to 255 characters
+// each) and different for each (table, index, declaration), so that an
+// index dropped and declared again differently gets new hidden attributes.
+func hiddenDigest(table, name string, sp spec) string {
+	js, _ := json.Marshal(sp)
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(table), []byte(name), js} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":"))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func newIndex(table, name string, ks []types.KeySchemaElement, defs map[string]types.ScalarAttributeType, proj *types.Projection) *index {
 	ix := &index{name: name}
 	sp := spec{}
 	for _, e := range ks {
@@ -128,45 +148,38 @@ func newIndex(name string, ks []types.KeySchemaElement, defs map[string]types.Sc
 	}
 	if proj != nil {
 		ix.proj = *proj
+		ix.proj.NonKeyAttributes = slices.Clone(proj.NonKeyAttributes)
 		sp.P, sp.Inc = string(proj.ProjectionType), proj.NonKeyAttributes
 	}
-	js, _ := json.Marshal(sp)
-	ix.hashAttr = hashPrefix + base64.RawURLEncoding.EncodeToString(js)
-	if len(ix.hashAttr) > 255 {
-		return nil, fmt.Errorf("multikey double: the key schema of index %s is too long to carry in a hidden attribute name", name)
-	}
+	digest := hiddenDigest(table, name, sp)
+	ix.hashAttr = hashPrefix + digest
 	if len(ix.rng) > 0 {
-		ix.rngAttr = rngPrefix + name
+		ix.rngAttr = rngPrefix + digest
 	}
-	return ix, nil
+	return ix
 }
 
-// indexFromHidden reads an index back from the server's description of the
-// GSI that serves it; nil when the GSI is not one.
-func indexFromHidden(g types.GlobalSecondaryIndexDescription) *index {
+// remember records an index the double serves, under its hidden partition
+// attribute, which is all the server's description of the hidden GSI
+// gives to recognise it by.
+func (d *Double) remember(ix *index) {
+	d.mu.Lock()
+	d.indexes[ix.hashAttr] = ix
+	d.mu.Unlock()
+}
+
+// indexFromHidden returns the index that the server's GSI g serves; nil
+// when g is not one the double made.
+func (d *Double) indexFromHidden(g types.GlobalSecondaryIndexDescription) *index {
 	if len(g.KeySchema) == 0 || !strings.HasPrefix(aws.ToString(g.KeySchema[0].AttributeName), hashPrefix) {
 		return nil
 	}
-	hashAttr := aws.ToString(g.KeySchema[0].AttributeName)
-	js, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(hashAttr, hashPrefix))
-	if err != nil {
+	d.mu.Lock()
+	ix := d.indexes[aws.ToString(g.KeySchema[0].AttributeName)]
+	d.mu.Unlock()
+	if ix == nil || ix.name != aws.ToString(g.IndexName) {
 		return nil
 	}
-	var sp spec
-	if json.Unmarshal(js, &sp) != nil {
-		return nil
-	}
-	ix := &index{name: aws.ToString(g.IndexName), hashAttr: hashAttr}
-	for _, a := range sp.H {
-		ix.hash = append(ix.hash, keyAttr{a[0], types.ScalarAttributeType(a[1])})
-	}
-	for _, a := range sp.R {
-		ix.rng = append(ix.rng, keyAttr{a[0], types.ScalarAttributeType(a[1])})
-	}
-	if len(ix.rng) > 0 {
-		ix.rngAttr = rngPrefix + ix.name
-	}
-	ix.proj = types.Projection{ProjectionType: types.ProjectionType(sp.P), NonKeyAttributes: sp.Inc}
 	return ix
 }
 
@@ -268,15 +281,16 @@ type table struct {
 type Double struct {
 	raw *dynamodb.Client // the server, without the double
 
-	mu     sync.Mutex
-	tables map[string]*table
+	mu      sync.Mutex
+	tables  map[string]*table
+	indexes map[string]*index // by hidden partition attribute
 }
 
 // New returns a double whose own requests (descriptions, repairs of hidden
 // attributes, backfills) go to the server through raw, a client without the
 // double.
 func New(raw *dynamodb.Client) *Double {
-	return &Double{raw: raw, tables: map[string]*table{}}
+	return &Double{raw: raw, tables: map[string]*table{}, indexes: map[string]*index{}}
 }
 
 // Option adds the double to a client's middleware stack:
@@ -335,7 +349,7 @@ func (d *Double) learn(desc *types.TableDescription) *table {
 		}
 	}
 	for _, g := range desc.GlobalSecondaryIndexes {
-		if ix := indexFromHidden(g); ix != nil {
+		if ix := d.indexFromHidden(g); ix != nil {
 			t.multi[ix.name] = ix
 		}
 	}

@@ -185,10 +185,8 @@ func (d *Double) createTable(p *dynamodb.CreateTableInput) (*dynamodb.CreateTabl
 			q.GlobalSecondaryIndexes = append(q.GlobalSecondaryIndexes, g)
 			continue
 		}
-		ix, err := newIndex(aws.ToString(g.IndexName), g.KeySchema, defs, g.Projection)
-		if err != nil {
-			return nil, err
-		}
+		ix := newIndex(aws.ToString(p.TableName), aws.ToString(g.IndexName), g.KeySchema, defs, g.Projection)
+		d.remember(ix)
 		names(g.KeySchema, multiOnly)
 		h := g
 		h.KeySchema, h.Projection = hiddenGSI(ix, base)
@@ -253,10 +251,8 @@ func (d *Double) updateTable(ctx context.Context, p *dynamodb.UpdateTableInput) 
 			q.GlobalSecondaryIndexUpdates = append(q.GlobalSecondaryIndexUpdates, u)
 			continue
 		}
-		ix, err := newIndex(aws.ToString(c.IndexName), c.KeySchema, defs, c.Projection)
-		if err != nil {
-			return nil, nil, err
-		}
+		ix := newIndex(aws.ToString(p.TableName), aws.ToString(c.IndexName), c.KeySchema, defs, c.Projection)
+		d.remember(ix)
 		names(c.KeySchema, multiOnly)
 		h := *c
 		h.KeySchema, h.Projection = hiddenGSI(ix, base)
@@ -292,7 +288,7 @@ func (d *Double) describeOut(desc *types.TableDescription) {
 		}
 	}
 	for i, g := range desc.GlobalSecondaryIndexes {
-		ix := indexFromHidden(g)
+		ix := d.indexFromHidden(g)
 		if ix == nil {
 			continue
 		}
