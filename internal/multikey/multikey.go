@@ -18,8 +18,9 @@
 //   - It refuses what DynamoDB refuses (see [Double] for each rule): a
 //     multi-attribute key on a base table or LSI, a GSI key schema with a
 //     RANGE element before a HASH one, more than four of either, a RANGE-only
-//     or duplicated one, or an attribute without an AttributeDefinitions
-//     entry; a Query that does not give every partition attribute with =,
+//     or duplicated one, an attribute without an AttributeDefinitions
+//     entry, or (in CreateTable) an AttributeDefinitions entry that no key
+//     schema uses; a Query that does not give every partition attribute with =,
 //     that skips a sort attribute, that ranges over one before the last it
 //     names, or that applies begins_with to a Number; a FilterExpression on a
 //     key attribute of the queried index.

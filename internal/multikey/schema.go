@@ -2,7 +2,9 @@ package multikey
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,7 +16,9 @@ import (
 // UpdateTable: a base table and an LSI keep one HASH element and at most one
 // RANGE element (an LSI's HASH being the table's); a GSI has one to four
 // HASH elements, then zero to four RANGE elements, no attribute twice; every
-// key attribute has an AttributeDefinitions entry.
+// key attribute has an AttributeDefinitions entry, and (CreateTable) every
+// AttributeDefinitions entry is a key attribute of the table or of one of
+// its indexes.
 
 func defsOf(defs []types.AttributeDefinition) map[string]types.ScalarAttributeType {
 	out := map[string]types.ScalarAttributeType{}
@@ -31,6 +35,31 @@ func checkDefined(ks []types.KeySchemaElement, defs map[string]types.ScalarAttri
 		}
 	}
 	return nil
+}
+
+// checkUsed refuses AttributeDefinitions that no key schema of a
+// CreateTable uses, as DynamoDB does.
+func checkUsed(p *dynamodb.CreateTableInput) error {
+	used := map[string]bool{}
+	names(p.KeySchema, used)
+	for _, l := range p.LocalSecondaryIndexes {
+		names(l.KeySchema, used)
+	}
+	for _, g := range p.GlobalSecondaryIndexes {
+		names(g.KeySchema, used)
+	}
+	var defined []string
+	unused := false
+	for _, d := range p.AttributeDefinitions {
+		n := aws.ToString(d.AttributeName)
+		defined = append(defined, n)
+		unused = unused || !used[n]
+	}
+	if !unused {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(used))
+	return validation("One or more parameter values were invalid: Some AttributeDefinitions are not used. AttributeDefinitions: [%s], keys used: [%s]", strings.Join(defined, ", "), strings.Join(keys, ", "))
 }
 
 // checkSingle checks a base table's or an LSI's key schema.
@@ -192,6 +221,9 @@ func (d *Double) createTable(p *dynamodb.CreateTableInput) (*dynamodb.CreateTabl
 		h.KeySchema, h.Projection = hiddenGSI(ix, base)
 		q.GlobalSecondaryIndexes = append(q.GlobalSecondaryIndexes, h)
 		extra = append(extra, hiddenDefs(ix)...)
+	}
+	if err := checkUsed(p); err != nil {
+		return nil, err
 	}
 	if len(extra) == 0 {
 		return p, nil
