@@ -119,51 +119,222 @@ func kq(table, expr string, vals map[string]types.AttributeValue) dynamodb.Query
 		KeyConditionExpression: aws.String(expr), ExpressionAttributeValues: vals}
 }
 
+// schemaCase is a CreateTable request by its key schemas: AttributeDefinitions
+// define exactly the attributes they use (all Strings), save omit, plus
+// extra.
+type schemaCase struct {
+	table, lsi, gsi []string
+	omit, extra     string
+	contains        string // a fragment of the refusal's message
+}
+
+func (sc schemaCase) input(t *testing.T) *dynamodb.CreateTableInput {
+	in := &dynamodb.CreateTableInput{
+		TableName: aws.String(ddbtest.Name(t, "bad")), BillingMode: types.BillingModePayPerRequest,
+		KeySchema: ks(sc.table...),
+	}
+	var used []string
+	for _, e := range slices.Concat(sc.table, sc.lsi, sc.gsi) {
+		_, name, _ := strings.Cut(e, " ")
+		if name != sc.omit && !slices.Contains(used, name) {
+			used = append(used, name)
+		}
+	}
+	if sc.extra != "" {
+		used = append(used, sc.extra)
+	}
+	for _, name := range used {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, def(name, "S"))
+	}
+	all := &types.Projection{ProjectionType: types.ProjectionTypeAll}
+	if sc.lsi != nil {
+		in.LocalSecondaryIndexes = []types.LocalSecondaryIndex{{IndexName: aws.String("lsi"), KeySchema: ks(sc.lsi...), Projection: all}}
+	}
+	if sc.gsi != nil {
+		in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{{IndexName: aws.String("gsi"), KeySchema: ks(sc.gsi...), Projection: all}}
+	}
+	return in
+}
+
+// TestCreateTableKeySchemaRules checks each key schema rule of the
+// Developer Guide, "Using Global Secondary Indexes in DynamoDB", section
+// "Multi-attribute key schema"
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.MultiAttributeKeys),
+// and "GSI design pattern: multi-attribute keys"
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.DesignPattern.MultiAttributeKeys.html):
+// each request breaks one rule and defines exactly the attributes its key
+// schemas use (else DynamoDB would refuse it for unused definitions,
+// whatever the rule), and the refusal names what is wrong in words the
+// double and DynamoDB share.
 func TestCreateTableKeySchemaRules(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.MultiKey(t)
-	base := func(gsi ...types.GlobalSecondaryIndex) *dynamodb.CreateTableInput {
-		return &dynamodb.CreateTableInput{
-			TableName: aws.String(ddbtest.Name(t, "bad")), BillingMode: types.BillingModePayPerRequest,
-			KeySchema: ks("HASH p", "RANGE q"),
-			AttributeDefinitions: []types.AttributeDefinition{def("p", "S"), def("q", "S"), def("a", "S"), def("b", "S"),
-				def("c", "S"), def("d", "S"), def("e", "S")},
-			GlobalSecondaryIndexes: gsi,
-		}
-	}
-	g := func(elems ...string) types.GlobalSecondaryIndex {
-		return types.GlobalSecondaryIndex{IndexName: aws.String("gsi"), KeySchema: ks(elems...),
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}
-	}
-	for name, in := range map[string]*dynamodb.CreateTableInput{
-		"five HASH attributes":  base(g("HASH a", "HASH b", "HASH c", "HASH d", "HASH e")),
-		"five RANGE attributes": base(g("HASH p", "RANGE a", "RANGE b", "RANGE c", "RANGE d", "RANGE e")),
-		"RANGE before HASH":     base(g("RANGE a", "HASH b")),
-		"HASH, RANGE, HASH":     base(g("HASH a", "RANGE b", "HASH c")),
-		"RANGE only":            base(g("RANGE a", "RANGE b")),
-		"an attribute twice":    base(g("HASH a", "HASH a")),
-		"HASH and RANGE twice":  base(g("HASH a", "HASH b", "RANGE a")),
-		"no AttributeDefinitions entry": func() *dynamodb.CreateTableInput {
-			in := base(g("HASH a", "HASH z"))
-			return in
-		}(),
-		"a multi-attribute LSI": func() *dynamodb.CreateTableInput {
-			in := base()
-			in.LocalSecondaryIndexes = []types.LocalSecondaryIndex{{IndexName: aws.String("lsi"),
-				KeySchema: ks("HASH p", "RANGE q", "RANGE a"), Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}
-			return in
-		}(),
-		"a multi-attribute base table": func() *dynamodb.CreateTableInput {
-			in := base()
-			in.KeySchema = ks("HASH p", "HASH q")
-			return in
-		}(),
+	for name, sc := range map[string]schemaCase{
+		"five HASH attributes":  {table: keys("HASH p"), gsi: keys("HASH a", "HASH b", "HASH c", "HASH d", "HASH e"), contains: "HASH"},
+		"five RANGE attributes": {table: keys("HASH p"), gsi: keys("HASH h", "RANGE a", "RANGE b", "RANGE c", "RANGE d", "RANGE e"), contains: "RANGE"},
+		"RANGE before HASH":     {table: keys("HASH p"), gsi: keys("RANGE a", "HASH b"), contains: "HASH"},
+		"HASH, RANGE, HASH":     {table: keys("HASH p"), gsi: keys("HASH a", "RANGE b", "HASH c"), contains: "HASH"},
+		"RANGE only":            {table: keys("HASH p"), gsi: keys("RANGE a", "RANGE b"), contains: "HASH"},
+		"an attribute twice":    {table: keys("HASH p"), gsi: keys("HASH a", "HASH a"), contains: "duplicate"},
+		"HASH and RANGE twice":  {table: keys("HASH p"), gsi: keys("HASH a", "HASH b", "RANGE a"), contains: "duplicate"},
+		"no AttributeDefinitions entry": {table: keys("HASH p"), gsi: keys("HASH a", "HASH z"), omit: "z",
+			contains: "AttributeDefinition"},
+		"an unused AttributeDefinitions entry": {table: keys("HASH p"), gsi: keys("HASH a", "HASH b"), extra: "c",
+			contains: "not used"},
+		"a multi-attribute LSI": {table: keys("HASH p", "RANGE q"), lsi: keys("HASH p", "RANGE q", "RANGE a"),
+			contains: "KeySchema"},
+		"a multi-attribute base table": {table: keys("HASH p", "HASH q"), contains: "KeySchema"},
 	} {
+		in := sc.input(t)
 		_, err := c.CreateTable(t.Context(), in)
 		if err == nil {
 			ddbtest.DeleteOnCleanup(t, c, aws.ToString(in.TableName))
 		}
-		requireValidation(t, err, "", name)
+		requireValidation(t, err, sc.contains, name)
+	}
+}
+
+// keys lists key schema elements as ks takes them.
+func keys(elems ...string) []string { return elems }
+
+// TestCreateTableAtTheLimits creates GSIs at the limits of the Developer
+// Guide, "Using Global Secondary Indexes in DynamoDB", section
+// "Multi-attribute key schema" (up to four HASH and four RANGE attributes,
+// each of its own type;
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.MultiAttributeKeys),
+// one of them with attribute names of 20 characters, and queries each with
+// every key attribute: only the item equal on all of them answers, not one
+// that differs on any single attribute.
+func TestCreateTableAtTheLimits(t *testing.T) {
+	t.Parallel()
+	c := ddbtest.MultiKey(t)
+	long := func(names ...string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = n + strings.Repeat("_", 20-len(n))
+		}
+		return out
+	}
+	typs := []types.ScalarAttributeType{"S", "N", "B"}
+	val := func(typ types.ScalarAttributeType, v int) types.AttributeValue {
+		switch typ {
+		case "N":
+			return n(fmt.Sprint(v))
+		case "B":
+			return b(byte(v))
+		}
+		return s(fmt.Sprint("v", v))
+	}
+	for name, shape := range map[string]struct{ hash, rng []string }{
+		"four HASH":                           {keys("h1", "h2", "h3", "h4"), nil},
+		"one HASH, four RANGE":                {keys("h1"), keys("r1", "r2", "r3", "r4")},
+		"four HASH, four RANGE":               {keys("h1", "h2", "h3", "h4"), keys("r1", "r2", "r3", "r4")},
+		"four HASH, four RANGE, 20-character": {long("hashAttributeOne", "hashAttributeTwo", "hashAttributeThree", "hashAttributeFour"), long("sortAttributeOne", "sortAttributeTwo", "sortAttributeThree", "sortAttributeFour")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			attrs := slices.Concat(shape.hash, shape.rng)
+			typ := map[string]types.ScalarAttributeType{}
+			defs := []types.AttributeDefinition{def("p", "S")}
+			var elems []string
+			for i, a := range attrs {
+				typ[a] = typs[i%len(typs)]
+				defs = append(defs, def(a, typ[a]))
+				kt := "HASH"
+				if i >= len(shape.hash) {
+					kt = "RANGE"
+				}
+				elems = append(elems, kt+" "+a)
+			}
+			table := ddbtest.Name(t, "lim")
+			ddbtest.CreateTable(t, c, &dynamodb.CreateTableInput{
+				TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
+				KeySchema: ks("HASH p"), AttributeDefinitions: defs,
+				GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("gsi"), KeySchema: ks(elems...),
+					Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}},
+			})
+			out, err := c.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+			require.NoError(t, err)
+			require.Equal(t, ks(elems...), out.Table.GlobalSecondaryIndexes[0].KeySchema)
+
+			item := func(p string, differ string) map[string]types.AttributeValue {
+				it := map[string]types.AttributeValue{"p": s(p)}
+				for _, a := range attrs {
+					it[a] = val(typ[a], 1)
+					if a == differ {
+						it[a] = val(typ[a], 2)
+					}
+				}
+				return it
+			}
+			put(t, c, table, item("hit", ""))
+			for _, a := range attrs {
+				put(t, c, table, item("miss-"+a, a))
+			}
+			in := dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("gsi"),
+				ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{}}
+			var conds []string
+			for i, a := range attrs {
+				conds = append(conds, fmt.Sprintf("#k%d = :v%d", i, i))
+				in.ExpressionAttributeNames[fmt.Sprintf("#k%d", i)] = a
+				in.ExpressionAttributeValues[fmt.Sprintf(":v%d", i)] = val(typ[a], 1)
+			}
+			in.KeyConditionExpression = aws.String(strings.Join(conds, " AND "))
+			requireSoon(t, []string{"hit"}, func() []string {
+				got, err := query(t, c, in)
+				require.NoError(t, err)
+				return got
+			}, "a Query giving all %d key attributes", len(attrs))
+			requireSoon(t, append([]string{"hit"}, func() []string {
+				var out []string
+				for _, a := range attrs {
+					out = append(out, "miss-"+a)
+				}
+				return out
+			}()...), func() []string { return scanIndex(t, c, table, "gsi") }, "every item is in the index")
+		})
+	}
+}
+
+// requireSoon requires read to return want, in any order. A GSI read may
+// lag its table on DynamoDB, so there it reads again for a while; through
+// the double on a local server an index entry is written with its item, so
+// the first read must be right.
+func requireSoon(t *testing.T, want []string, read func() []string, msgAndArgs ...any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := read()
+		w, g := slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(got))
+		if slices.Equal(w, g) || ddbtest.Endpoint() != ddbtest.AWS || time.Now().After(deadline) {
+			require.ElementsMatch(t, want, got, msgAndArgs...)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// scanIndex reads every page of a Scan of an index and returns the p values
+// of its entries: DynamoDB's Scan of a GSI reads the index, which holds
+// only the items that have every key attribute of it (Developer Guide,
+// "Scanning a global secondary index" and "Multi-attribute key schema").
+func scanIndex(t *testing.T, c *dynamodb.Client, table, index string) []string {
+	t.Helper()
+	var out []string
+	in := &dynamodb.ScanInput{TableName: aws.String(table), IndexName: aws.String(index)}
+	for {
+		res, err := c.Scan(t.Context(), in)
+		require.NoError(t, err)
+		for _, it := range res.Items {
+			for k := range it {
+				require.False(t, strings.HasPrefix(k, "_mk"), "a hidden attribute in an answer: %s", k)
+			}
+			out = append(out, it["p"].(*types.AttributeValueMemberS).Value)
+		}
+		if res.LastEvaluatedKey == nil {
+			return out
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
 }
 
