@@ -593,44 +593,67 @@ func TestQueryConditionRules(t *testing.T) {
 	}
 }
 
+// TestSparseIndex checks that an item missing any key attribute of a
+// multi-attribute GSI is not in it (Developer Guide, "Using Global
+// Secondary Indexes in DynamoDB", section "Multi-attribute key schema",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.MultiAttributeKeys,
+// and "GSI design pattern: multi-attribute keys",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.DesignPattern.MultiAttributeKeys.html),
+// by Scans of the index, which read all of its partitions: an item missing a
+// partition attribute would not answer a Query that gives that attribute,
+// whether or not it were in the index.
 func TestSparseIndex(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.MultiKey(t)
 	table := mkTable(t, c, types.ProjectionTypeAll)
 	full := map[string]types.AttributeValue{"h1": s("a"), "h2": n("1"), "r1": n("1"), "r2": s("y"), "r3": b(1)}
-	all := func() []string {
-		got, err := query(t, c, kq(table, "h1 = :h1 AND h2 = :h2", map[string]types.AttributeValue{":h1": s("a"), ":h2": n("1")}))
-		require.NoError(t, err)
-		return got
-	}
-	for _, missing := range []string{"h2", "r1", "r3"} {
-		item := map[string]types.AttributeValue{"p": s("miss-" + missing)}
+	without := func(p string, missing string) map[string]types.AttributeValue {
+		item := map[string]types.AttributeValue{"p": s(p)}
 		for k, v := range full {
 			if k != missing {
 				item[k] = v
 			}
 		}
-		put(t, c, table, item)
+		return item
 	}
-	require.Empty(t, all(), "an item that misses a key attribute is not in the index")
+	scan := func() []string { return scanIndex(t, c, table, "gsi") }
+	all := func() []string {
+		got, err := query(t, c, kq(table, "h1 = :h1 AND h2 = :h2", map[string]types.AttributeValue{":h1": s("a"), ":h2": n("1")}))
+		require.NoError(t, err)
+		return got
+	}
+	for _, missing := range []string{"h1", "h2", "r1", "r2", "r3"} {
+		put(t, c, table, without("miss-"+missing, missing))
+	}
+	put(t, c, table, without("x", ""))
+	requireSoon(t, []string{"x"}, scan, "an item that misses a key attribute is not in the index")
+	requireSoon(t, []string{"x"}, all)
 
-	item := map[string]types.AttributeValue{"p": s("x")}
-	for k, v := range full {
-		item[k] = v
-	}
-	put(t, c, table, item)
-	require.Equal(t, []string{"x"}, all())
 	key := map[string]types.AttributeValue{"p": s("x")}
 	_, err := c.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key, UpdateExpression: aws.String("REMOVE r2")})
 	require.NoError(t, err)
-	require.Empty(t, all(), "removing a key attribute removes the item from the index")
+	requireSoon(t, nil, scan, "removing a key attribute removes the item from the index")
 	_, err = c.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key, UpdateExpression: aws.String("SET r2 = :v"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": s("z")}})
 	require.NoError(t, err)
-	require.Equal(t, []string{"x"}, all(), "setting it again puts the item back")
-	got, err := query(t, c, kq(table, "h1 = :h1 AND h2 = :h2 AND r1 = :r1 AND r2 = :r2", map[string]types.AttributeValue{":h1": s("a"), ":h2": n("1"), ":r1": n("1"), ":r2": s("z")}))
-	require.NoError(t, err)
-	require.Equal(t, []string{"x"}, got, "under its new value")
+	requireSoon(t, []string{"x"}, scan, "setting it again puts the item back")
+	requireSoon(t, []string{"x"}, func() []string {
+		got, err := query(t, c, kq(table, "h1 = :h1 AND h2 = :h2 AND r1 = :r1 AND r2 = :r2", map[string]types.AttributeValue{":h1": s("a"), ":h2": n("1"), ":r1": n("1"), ":r2": s("z")}))
+		require.NoError(t, err)
+		return got
+	}, "under its new value")
+
+	// A Put that replaces an indexed item with one missing a sort
+	// attribute takes it out of the index; one with all of them puts it
+	// back.
+	put(t, c, table, without("x", "r3"))
+	requireSoon(t, nil, scan, "a Put without r3 takes the item out of the index")
+	put(t, c, table, without("x", "r1"))
+	requireSoon(t, nil, scan, "nor is it in with r3 but without r1")
+	item := without("x", "")
+	item["r2"] = s("z")
+	put(t, c, table, item)
+	requireSoon(t, []string{"x"}, scan, "a Put with every key attribute puts it back")
 
 	// The item as read has no hidden attribute.
 	g, err := c.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})
@@ -680,6 +703,12 @@ func TestTransactionsAndBatches(t *testing.T) {
 	require.Equal(t, []string{"b1", "t1"}, got, "n < o")
 }
 
+// TestUpdateTableAddsAndBackfills adds a multi-attribute GSI to a table
+// with items, which DynamoDB backfills (Developer Guide, "Using Global
+// Secondary Indexes in DynamoDB", section "Multi-attribute key schema",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.MultiAttributeKeys),
+// leaving out the items that miss a key attribute, and checks that
+// UpdateTable obeys the key schema rules CreateTable does.
 func TestUpdateTableAddsAndBackfills(t *testing.T) {
 	t.Parallel()
 	ddbtest.Require(t, ddbtest.GSIUpdate)
@@ -691,6 +720,7 @@ func TestUpdateTableAddsAndBackfills(t *testing.T) {
 		put(t, c, name, map[string]types.AttributeValue{"p": s(fmt.Sprint("x", i)), "g": s("G"), "z": n("0"), "r": n(r), "q": s("k")})
 	}
 	put(t, c, name, map[string]types.AttributeValue{"p": s("nog"), "z": n("0"), "r": n("1"), "q": s("k")})
+	put(t, c, name, map[string]types.AttributeValue{"p": s("noq"), "g": s("G"), "z": n("0"), "r": n("1")})
 	_, err := c.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(name),
 		AttributeDefinitions: []types.AttributeDefinition{def("g", "S"), def("z", "N"), def("r", "N"), def("q", "S")},
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
@@ -702,6 +732,8 @@ func TestUpdateTableAddsAndBackfills(t *testing.T) {
 		KeyConditionExpression: aws.String("g = :g AND z = :z"), ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("G"), ":z": n("0")}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"x1", "x2", "x0"}, got, "the existing items, by r")
+	requireSoon(t, []string{"x0", "x1", "x2"}, func() []string { return scanIndex(t, c, name, "gsi") },
+		"the backfilled index holds no item that misses a key attribute")
 
 	// An added multi-attribute GSI obeys the key schema rules too.
 	_, err = c.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(name),
@@ -709,7 +741,19 @@ func TestUpdateTableAddsAndBackfills(t *testing.T) {
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
 			IndexName: aws.String("gsi2"), KeySchema: ks("RANGE r", "HASH g"),
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}})
-	requireValidation(t, err, "", "RANGE before HASH in UpdateTable")
+	requireValidation(t, err, "HASH", "RANGE before HASH in UpdateTable")
+	_, err = c.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{def("g", "S"), def("r", "N"), def("z", "N")},
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName: aws.String("gsi2"), KeySchema: ks("HASH g", "RANGE r", "HASH z"),
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}})
+	requireValidation(t, err, "HASH", "HASH, RANGE, HASH in UpdateTable")
+	_, err = c.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{def("g", "S"), def("r", "N")},
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName: aws.String("gsi2"), KeySchema: ks("HASH g", "HASH w", "RANGE r"),
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}})
+	requireValidation(t, err, "AttributeDefinition", "a key attribute without an AttributeDefinitions entry in UpdateTable")
 }
 
 // waitIndex waits until every GSI of the table is ACTIVE (DynamoDB
