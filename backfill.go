@@ -104,10 +104,7 @@ func (t *Table[T]) newBackfill(index string) (*backfiller[T], error) {
 		b.putCond = cond
 		return b, nil
 	}
-	for _, k := range []*keyAttr{d.pk, d.sk} {
-		if !d.onBaseItem(k) {
-			continue // model attributes, or the base key an LSI shares
-		}
+	for _, k := range d.derivedAttrs() { // not model attributes, nor the base key an LSI shares
 		b.derived = append(b.derived, k)
 		for _, c := range k.components() {
 			if !slices.Contains(b.sources, c.f.attr) {
@@ -177,6 +174,20 @@ func (b *backfiller[T]) attributes(ctx context.Context, img map[string]types.Att
 	added, removed := 0, 0
 	for _, k := range b.derived {
 		have, has := img[k.attr]
+		if k.shardOnly {
+			// On every item, in the index or not (see layout.shardAttr).
+			w, err := k.physical(texts.text)
+			if err != nil {
+				return 0, fmt.Errorf("%w: %w", ErrMalformedItem, err)
+			}
+			if has && av.Equal(have, w) {
+				continue
+			}
+			upd = upd.Set(expression.NameNoDotSplit(k.attr), expression.Value(w))
+			added += av.AttrSize(k.attr, w)
+			changes++
+			continue
+		}
 		switch {
 		case in && (!has || !av.Equal(have, want[k.attr])):
 			upd = upd.Set(expression.NameNoDotSplit(k.attr), expression.Value(want[k.attr]))

@@ -69,8 +69,9 @@ type TableSpec struct{}
 //	project=all|keys|a|b|c  what the index projects (default all)
 //	shards=N            write-shard the index's partitions N ways (1 to 1024; see
 //	                    docs/sharding.md): each item's partition
-//	                    value gets a suffix, a stable hash of its base key mod N,
-//	                    and a query reads the N shards and merges them in order
+//	                    value gets a suffix, a stable hash of its base key mod N
+//	                    (on a native-gsi, a Number attribute _INDEX_shard of its
+//	                    own), and a query reads the N shards and merges them in order
 type IndexSpec struct{}
 
 // field is one model attribute that takes part in a key.
@@ -120,6 +121,11 @@ type keyAttr struct {
 	// the shard: shardOf the canonical texts of shardBy, the base key fields.
 	shards  int
 	shardBy []*field
+	// shardOnly marks the shard attribute of a sharded NativeGSI: one of its
+	// partition key's attrs, a Number holding the shard alone (shardOf
+	// shardBy), kept on the base item as a derived attribute. It has no
+	// parts.
+	shardOnly bool
 }
 
 // declaration is the TableSpec or one IndexSpec as the model declares it:
@@ -658,10 +664,7 @@ func (d *declaration) slotsOf(base *declaration) []*field {
 func (s *schema) checkAttributeNames() error {
 	owner := map[string]string{}
 	for _, l := range append([]*layout{s.base}, s.indexes...) {
-		for _, k := range []*keyAttr{l.pk, l.sk} {
-			if !l.onBaseItem(k) {
-				continue // native keys are model attributes; an index table's live in its own table
-			}
+		for _, k := range l.derivedAttrs() { // native keys are model attributes; an index table's live in its own table
 			who := "the derived " + l.label() + " key"
 			if prev, ok := owner[k.attr]; ok && prev != who {
 				return &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("attribute %q is used both by %s and by %s: give each its own with pk= or sk= in its IndexSpec", k.attr, prev, who)}

@@ -161,6 +161,42 @@ func (l *layout) onBaseItem(k *keyAttr) bool {
 	return k != nil && !k.native && k.attrs == nil && !l.ownTable && !(l.kind == LSI && k == l.schema.base.pk)
 }
 
+// derivedAttrs lists the key attributes l keeps on the base item (see
+// onBaseItem): its derived partition and sort keys, and a sharded
+// NativeGSI's shard attribute.
+func (l *layout) derivedAttrs() []*keyAttr {
+	var out []*keyAttr
+	for _, k := range []*keyAttr{l.pk, l.sk} {
+		if l.onBaseItem(k) {
+			out = append(out, k)
+		}
+		if k != nil && !l.ownTable {
+			for _, sub := range k.attrs {
+				if sub.shardOnly {
+					out = append(out, sub)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shardAttr is a sharded NativeGSI's shard attribute; nil for any other
+// layout. Every base item holds it, in the index or not, since it depends
+// on the base key alone: an Update that brings an item into the index need
+// not write it.
+func (l *layout) shardAttr() *keyAttr {
+	if l.pk == nil || l.ownTable {
+		return nil
+	}
+	for _, k := range l.pk.attrs {
+		if k.shardOnly {
+			return k
+		}
+	}
+	return nil
+}
+
 func (d *layout) label() string {
 	if d.kind == BaseTable {
 		return "base table"
@@ -336,19 +372,26 @@ const maxKeyAttrs = 4
 // type. pk= and sk= (the derived form's attribute names) do not apply.
 func nativeLayout(l *layout, fail func(field, format string, args ...any) error) (*layout, error) {
 	d, s := l.decl, l.schema
-	if d.shards > 0 {
-		return nil, fail("", "a native-gsi cannot be sharded: remove shards=%d, or make the index a gsi or table", d.shards)
-	}
 	seen := map[string]bool{}
-	multi := func(part string, comps []*component) (*keyAttr, error) {
-		if len(comps) == 0 {
+	// multi makes a multi-attribute key of comps, then of suffix (the base
+	// key components a sharded index's sort key appends); extra is how many
+	// more attributes the key takes (a sharded partition key's shard).
+	multi := func(part string, comps, suffix []*component, extra int) (*keyAttr, error) {
+		if len(comps)+len(suffix) == 0 {
 			return nil, nil
 		}
-		if len(comps) > maxKeyAttrs {
-			return nil, fail(comps[maxKeyAttrs].f.goName, "a native-gsi key has at most %d %s components (DynamoDB's limit); this one has %d: make the index a gsi (a derived key)", maxKeyAttrs, map[string]string{"pk": "partition", "sk": "sort"}[part], len(comps))
+		if n := len(comps) + len(suffix) + extra; n > maxKeyAttrs {
+			role := map[string]string{"pk": "partition", "sk": "sort"}[part]
+			switch {
+			case d.shards > 0 && part == "pk":
+				return nil, fail("", "a sharded native-gsi keeps the shard as a partition key attribute of its own, so it has at most %d partition components (DynamoDB's limit is %d attributes); this one has %d: remove shards=%d, or make the index a gsi (a derived key)", maxKeyAttrs-1, maxKeyAttrs, len(comps), d.shards)
+			case d.shards > 0:
+				return nil, fail("", "a sharded native-gsi's sort key ends with the base key attributes it lacks (%s), so that the shards merge in one order: with them it has %d sort attributes, over DynamoDB's limit of %d; remove shards=%d, or make the index a gsi (a derived key)", fieldNames(suffix), n, maxKeyAttrs, d.shards)
+			}
+			return nil, fail(comps[maxKeyAttrs].f.goName, "a native-gsi key has at most %d %s components (DynamoDB's limit); this one has %d: make the index a gsi (a derived key)", maxKeyAttrs, role, len(comps))
 		}
-		k := &keyAttr{parts: comps, partition: part == "pk"}
-		for _, c := range comps {
+		k := &keyAttr{parts: comps, suffix: suffix, partition: part == "pk"}
+		for _, c := range k.components() {
 			if !nativeOK([]*component{c}) {
 				why := "its format is not the attribute's own"
 				switch {
@@ -377,15 +420,44 @@ func nativeLayout(l *layout, fail func(field, format string, args ...any) error)
 		return k, nil
 	}
 	var err error
-	if l.pk, err = multi("pk", d.partition(s.base.decl)); err != nil {
+	pkComps, extra := d.partition(s.base.decl), 0
+	if d.shards > 0 {
+		extra = 1
+	}
+	if l.pk, err = multi("pk", pkComps, nil, extra); err != nil {
 		return nil, err
 	}
 	if l.pk == nil {
 		return nil, fail("", "the base table has no partition component: tag a field with %s", roleTag(d.name, "pk"))
 	}
-	if l.sk, err = multi("sk", d.sk); err != nil {
+	var suffix []*component
+	if d.shards > 0 {
+		// The shard is a partition key attribute of its own, a Number the
+		// base key hashes to, kept on the base item. The sort key ends with
+		// the base key components it lacks: unique in the logical
+		// partition, so the shards merge in one total order.
+		sh := &keyAttr{attr: "_" + d.name + "_shard", scalar: types.ScalarAttributeTypeN, partition: true, shards: d.shards, shardOnly: true}
+		for _, k := range []*keyAttr{s.base.pk, s.base.sk} {
+			if k != nil {
+				for _, c := range k.parts {
+					sh.shardBy = append(sh.shardBy, c.f)
+				}
+			}
+		}
+		if s.attrs[sh.attr] {
+			return nil, fail("", "the shard attribute %q of a sharded native-gsi collides with a model attribute", sh.attr)
+		}
+		l.pk.attrs = append(l.pk.attrs, sh)
+		l.pk.shards = d.shards
+		suffix = baseSuffix(s.base, pkComps, d.sk, l.pk)
+		if len(d.sk) == 0 {
+			return nil, fail("", "a sharded index needs a sort key to merge its shards in order: declare sort components, or remove shards=%d", d.shards)
+		}
+	}
+	if l.sk, err = multi("sk", d.sk, suffix, 0); err != nil {
 		return nil, err
 	}
+	l.uniqueSort = d.shards > 0
 	l.table, l.index = s.table, cmp.Or(d.names[NativeGSI], d.name)
 	if !physicalName.MatchString(l.index) {
 		return nil, fail("", "physical name %q is not a valid DynamoDB name (3-255 of a-z A-Z 0-9 _ . -)", l.index)

@@ -559,7 +559,7 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 		byField.put(c.f, t)
 	}
 	if k.attrs != nil {
-		for _, sub := range k.attrs {
+		for _, sub := range k.attrs[:len(k.parts)] { // the shard attribute's value is each shard's
 			if _, err := sub.physical(byField.text); err != nil {
 				return nil, nil, queryErr(d.name, "partition: %v", err)
 			}
@@ -602,7 +602,7 @@ func (d *layout) keyCondition(pkVal types.AttributeValue, pkTexts []string, kc *
 		return key
 	}
 	var all []expression.KeyConditionBuilder
-	for i, sub := range d.pk.attrs {
+	for i, sub := range d.pk.attrs[:len(d.pk.parts)] { // a shard's request adds its shard (shardInput)
 		// Checked by partition.
 		v, _ := sub.physical(func(*field) string { return pkTexts[i] })
 		all = append(all, expression.Key(sub.attr).Equal(expression.Value(v)))

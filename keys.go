@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -168,6 +169,9 @@ func (k *keyAttr) physical(text func(*field) string) (types.AttributeValue, erro
 	if k.attrs != nil {
 		return nil, fmt.Errorf("%s: a multi-attribute key has no single value", k.attr)
 	}
+	if k.shardOnly {
+		return shardValue(shardOf(text, k.shardBy, k.shards)), nil
+	}
 	if k.shards > 0 {
 		return k.inShard(text, shardOf(text, k.shardBy, k.shards))
 	}
@@ -258,6 +262,12 @@ func (k *keyAttr) ordered(text func(*field) string) (string, error) {
 func (k *keyAttr) decode(av types.AttributeValue, set func(*field, string) error) error {
 	if av == nil {
 		return fmt.Errorf("key attribute %s is missing", k.attr)
+	}
+	if k.shardOnly {
+		if _, err := shardOfValue(av, k.shards); err != nil {
+			return fmt.Errorf("%s: %w", k.attr, err)
+		}
+		return nil // positionOf checks it is the base key's shard
 	}
 	if k.native {
 		c := k.parts[0]
@@ -369,15 +379,40 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 	if d.pk.shards > 0 {
 		// The shard must be the one the base key hashes to: an entry in
 		// another shard is one that no query can find in order.
-		want, err := d.pk.physical(d.textOf(pos))
+		k := d.shardKey()
+		want, err := k.physical(d.textOf(pos))
 		if err != nil {
 			return nil, err
 		}
-		if !av.Equal(want, item[d.pk.attr]) {
-			return nil, fmt.Errorf("%s: the entry is in another shard than its base key's: %w", d.pk.attr, errMalformed)
+		if !av.Equal(want, item[k.attr]) {
+			return nil, fmt.Errorf("%s: the entry is in another shard than its base key's: %w", k.attr, errMalformed)
 		}
 	}
 	return pos, nil
+}
+
+// shardKey is the key attribute that holds the shard of a sharded layout:
+// its partition key, or a sharded NativeGSI's shard attribute.
+func (d *layout) shardKey() *keyAttr {
+	if k := d.shardAttr(); k != nil {
+		return k
+	}
+	return d.pk
+}
+
+// shardValue is the stored value of a NativeGSI's shard attribute.
+func shardValue(shard int) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.Itoa(shard)}
+}
+
+// shardOfValue reads a NativeGSI's shard attribute, of an index sharded n
+// ways.
+func shardOfValue(v types.AttributeValue, n int) (int, error) {
+	nv, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("the shard is not a Number: %w", errMalformed)
+	}
+	return parseShard(nv.Value, n)
 }
 
 // startKey builds the ExclusiveStartKey for a position in d.

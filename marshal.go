@@ -140,6 +140,14 @@ func (t *Table[T]) addDerived(av map[string]types.AttributeValue, texts keyTexts
 		if d.ownTable {
 			continue
 		}
+		if k := d.shardAttr(); k != nil {
+			// On every item, in the index or not (see shardAttr).
+			v, err := k.physical(texts.text)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalidWrite, err)
+			}
+			av[k.attr] = v
+		}
 		keys, ok, err := d.keyValues(texts)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidWrite, err)

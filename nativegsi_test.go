@@ -74,6 +74,31 @@ func TestNativeGSIDeclaration(t *testing.T) {
 		require.Equal(t, typ, defs[a], "attribute %s keeps its own type", a)
 	}
 
+	// Sharded: the shard is a partition attribute of its own (a Number, kept
+	// on the base item), and the sort attributes end with the base key.
+	s, err = schemaFor(reflect.TypeOf(ngSharded{}))
+	require.NoError(t, err)
+	d = s.byName["nat"]
+	require.True(t, d.uniqueSort, "the sort attributes end with the base key")
+	require.Equal(t, []*keyAttr{d.shardAttr()}, d.derivedAttrs(), "the shard attribute alone is derived")
+	shd, err := New[ngSharded](kiFailingClient{t})
+	require.NoError(t, err)
+	in = shd.spec().CreateTableInputs(false)[0]
+	ks = nil
+	for _, g := range in.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == "ngsharded-nat" {
+			for _, e := range g.KeySchema {
+				ks = append(ks, string(e.KeyType)+" "+aws.ToString(e.AttributeName))
+			}
+		}
+	}
+	require.Equal(t, []string{"HASH grp", "HASH zone", "HASH _nat_shard", "RANGE s", "RANGE n", "RANGE t", "RANGE id"}, ks)
+	for _, a := range in.AttributeDefinitions {
+		if aws.ToString(a.AttributeName) == "_nat_shard" {
+			require.Equal(t, types.ScalarAttributeTypeN, a.AttributeType)
+		}
+	}
+
 	// What a native-gsi cannot hold is refused, naming what to do instead.
 	bad := map[string]any{
 		"five sort components": struct {
@@ -118,10 +143,36 @@ func TestNativeGSIDeclaration(t *testing.T) {
 			S  string    `dynamodbav:"s" ddbindex:"by_x.sk:0"`
 			N  int64     `dynamodbav:"n" ddbindex:"by_x.sk:1"`
 		}{},
-		"sharded": struct {
+		"sharded, four partition components and the shard": struct {
 			_  TableSpec `ddbindex:"ng-bad"`
 			_  IndexSpec `ddbindex:"x,type=native-gsi,shards=4"`
 			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			A  string    `dynamodbav:"a" ddbindex:"x.pk:0"`
+			B  string    `dynamodbav:"b" ddbindex:"x.pk:1"`
+			C  string    `dynamodbav:"c" ddbindex:"x.pk:2"`
+			D  string    `dynamodbav:"d" ddbindex:"x.pk:3"`
+			S  string    `dynamodbav:"s" ddbindex:"x.sk"`
+		}{},
+		"sharded, four sort components and the base key": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi,shards=4"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"x.pk"`
+			A  string    `dynamodbav:"a" ddbindex:"x.sk:0"`
+			B  string    `dynamodbav:"b" ddbindex:"x.sk:1"`
+			C  string    `dynamodbav:"c" ddbindex:"x.sk:2"`
+			D  string    `dynamodbav:"d" ddbindex:"x.sk:3"`
+		}{},
+		"sharded, no sort component": struct {
+			_  TableSpec `ddbindex:"ng-bad"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi,shards=4"`
+			ID string    `dynamodbav:"id" ddbindex:"pk"`
+			G  string    `dynamodbav:"g" ddbindex:"x.pk"`
+		}{},
+		"sharded, a base key component of no native type": struct {
+			_  TableSpec `ddbindex:"ng-bad,pk=pk"`
+			_  IndexSpec `ddbindex:"x,type=native-gsi,shards=4"`
+			At time.Time `dynamodbav:"at" ddbindex:"pk"`
 			G  string    `dynamodbav:"g" ddbindex:"x.pk"`
 			S  string    `dynamodbav:"s" ddbindex:"x.sk"`
 		}{},
@@ -390,23 +441,58 @@ type ngMulti struct {
 // it back, a tombstone is never returned, and Explain shows the request.
 func TestNativeGSIMultiAttributeWrites(t *testing.T) {
 	t.Parallel()
-	tb, _ := newTestTableOn[ngMulti](t, ddbtest.MultiKey(t))
+	t.Run("unsharded", func(t *testing.T) {
+		t.Parallel()
+		tb, _ := newTestTableOn[ngMulti](t, ddbtest.MultiKey(t))
+		ngMultiWrites(t, tb, func(m ngMulti) ngMulti { return m })
+	})
+	t.Run("sharded", func(t *testing.T) {
+		t.Parallel()
+		c := ddbtest.MultiKey(t)
+		tb, _ := newTestTableOn[ngMultiSharded](t, c)
+		ngMultiWrites(t, tb, func(m ngMulti) ngMultiSharded { return ngMultiSharded(m) })
+		// Every base item holds its shard, in the index or not, so that an
+		// Update that sets a missing key attribute brings it in.
+		out, err := c.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(tb.TableName())})
+		require.NoError(t, err)
+		require.NotEmpty(t, out.Items)
+		for _, it := range out.Items {
+			require.Contains(t, it, "_by_slot_shard", "item %v", it["id"])
+		}
+	})
+}
+
+// ngMultiSharded is ngMulti with its native-gsi sharded 3 ways.
+type ngMultiSharded struct {
+	_     TableSpec `ddbindex:"ngmultish,softdelete"`
+	_     IndexSpec `ddbindex:"by_slot,type=native-gsi,name=ngmultish-slot,shards=3"`
+	ID    string    `dynamodbav:"id" ddbindex:"pk"`
+	Org   string    `dynamodbav:"org" ddbindex:"by_slot.pk:0"`
+	Year  int64     `dynamodbav:"year" ddbindex:"by_slot.pk:1"`
+	Room  *string   `dynamodbav:"room,omitempty" ddbindex:"by_slot.sk:0"`
+	Slot  int64     `dynamodbav:"slot" ddbindex:"by_slot.sk:1"`
+	Title string    `dynamodbav:"title"`
+}
+
+// ngMultiWrites is TestNativeGSIMultiAttributeWrites on tb, whose model is
+// ngMulti's twin (mk converts).
+func ngMultiWrites[T any](t *testing.T, tb *Table[T], mk func(ngMulti) T) {
 	ctx := t.Context()
 	room := func(s string) *string { return &s }
-	ids := func(q Query[ngMulti]) []string {
+	ids := func(q Query[T]) []string {
 		t.Helper()
 		var out []string
 		for it, err := range q.All(ctx) {
 			require.NoError(t, err)
-			out = append(out, it.ID)
+			out = append(out, reflect.ValueOf(it).FieldByName("ID").String())
 		}
 		return out
 	}
 	for i, r := range []string{"b", "a", "b", "a", "c"} {
-		_, err := tb.Put(ctx, ngMulti{ID: fmt.Sprint("i", i), Org: "o", Year: 2026, Room: room(r), Slot: int64(10 - i), Title: "t"})
+		_, err := tb.Put(ctx, mk(ngMulti{ID: fmt.Sprint("i", i), Org: "o", Year: 2026, Room: room(r), Slot: int64(10 - i), Title: "t"}))
 		require.NoError(t, err)
 	}
-	_, err := tb.Put(ctx, ngMulti{ID: "other", Org: "o", Year: 2025, Room: room("a"), Slot: 1})
+	_, err := tb.Put(ctx, mk(ngMulti{ID: "other", Org: "o", Year: 2025, Room: room("a"), Slot: 1}))
 	require.NoError(t, err)
 	q := tb.Query("by_slot", "o", int64(2026))
 	require.Equal(t, []string{"i3", "i1", "i2", "i0", "i4"}, ids(q), "by room, then slot")
@@ -415,19 +501,19 @@ func TestNativeGSIMultiAttributeWrites(t *testing.T) {
 
 	// An Update of a key attribute moves the entry; removing one takes the
 	// item out of the index; setting it again puts it back.
-	require.NoError(t, tb.Update(ctx, ngMulti{ID: "i0"}, Set("room", "a")))
+	require.NoError(t, tb.Update(ctx, mk(ngMulti{ID: "i0"}), Set("room", "a")))
 	require.Equal(t, []string{"i3", "i1", "i0"}, ids(q.Where(Eq("a"))))
-	require.NoError(t, tb.Update(ctx, ngMulti{ID: "i3"}, Remove("room")))
+	require.NoError(t, tb.Update(ctx, mk(ngMulti{ID: "i3"}), Remove("room")))
 	require.Equal(t, []string{"i1", "i0"}, ids(q.Where(Eq("a"))))
-	got, err := tb.Get(ctx, ngMulti{ID: "i3"})
+	got, err := tb.Get(ctx, mk(ngMulti{ID: "i3"}))
 	require.NoError(t, err)
-	require.Nil(t, got.Room, "the item is still there, without its room")
-	require.NoError(t, tb.Update(ctx, ngMulti{ID: "i3"}, Set("room", "c").Set("slot", int64(0))))
+	require.Nil(t, reflect.ValueOf(got).FieldByName("Room").Interface().(*string), "the item is still there, without its room")
+	require.NoError(t, tb.Update(ctx, mk(ngMulti{ID: "i3"}), Set("room", "c").Set("slot", int64(0))))
 	require.Equal(t, []string{"i3", "i4"}, ids(q.Where(Eq("c"))))
 
 	// A tombstone stays in the index (the model is softdelete) and is
 	// filtered out; IncludeDeleted returns it.
-	require.NoError(t, tb.Delete(ctx, ngMulti{ID: "i4"}))
+	require.NoError(t, tb.Delete(ctx, mk(ngMulti{ID: "i4"})))
 	require.Equal(t, []string{"i3"}, ids(q.Where(Eq("c"))))
 	require.Equal(t, []string{"i3", "i4"}, ids(q.Where(Eq("c")).IncludeDeleted()))
 
@@ -438,7 +524,7 @@ func TestNativeGSIMultiAttributeWrites(t *testing.T) {
 		p, err := q.Limit(1).After(cursor).Page(ctx)
 		require.NoError(t, err)
 		for _, it := range p.Items {
-			paged = append(paged, it.ID)
+			paged = append(paged, reflect.ValueOf(it).FieldByName("ID").String())
 		}
 		if p.Cursor == "" {
 			break
@@ -449,7 +535,11 @@ func TestNativeGSIMultiAttributeWrites(t *testing.T) {
 
 	e, err := q.Where(Between(K("b", int64(9)), K("b", int64(20)))).Explain()
 	require.NoError(t, err)
-	require.Contains(t, e.String(), `KeyCondition: (org = "o") AND (year = 2026) AND (room = "b") AND (slot BETWEEN 9 AND 20)`)
+	require.Contains(t, e.String(), `(org = "o") AND (year = 2026) AND (room = "b") AND (slot BETWEEN 9 AND 20)`)
+	if sharded := tb.s.byName["by_slot"].pk.shards > 0; sharded {
+		// Every shard's request names its shard first.
+		require.Contains(t, e.String(), `KeyCondition: (_by_slot_shard = 0) AND (org = "o")`)
+	}
 }
 
 // TestNativeGSIGroundTruth reads a multi-attribute native-gsi (two partition
@@ -484,4 +574,116 @@ func TestNativeGSIGroundTruth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ngSharded is ngItem with its native-gsi sharded 4 ways (a shard attribute
+// of its own beside the two partition attributes, and the base key id after
+// the three sort attributes) and its derived twin sharded 3 ways.
+type ngSharded struct {
+	_     TableSpec `ddbindex:"ngsharded,softdelete"`
+	_     IndexSpec `ddbindex:"nat,type=native-gsi,name=ngsharded-nat,shards=4"`
+	_     IndexSpec `ddbindex:"comp,type=gsi,name=ngsharded-comp,shards=3"`
+	ID    string    `dynamodbav:"id" ddbindex:"pk"`
+	Group string    `dynamodbav:"grp" ddbindex:"nat.pk:0;comp.pk:0"`
+	Zone  int64     `dynamodbav:"zone" ddbindex:"nat.pk:1;comp.pk:1"`
+	S     string    `dynamodbav:"s" ddbindex:"nat.sk:0;comp.sk:0"`
+	N     int64     `dynamodbav:"n" ddbindex:"nat.sk:1;comp.sk:1"`
+	T     []byte    `dynamodbav:"t" ddbindex:"nat.sk:2;comp.sk:2"`
+	Note  string    `dynamodbav:"note"`
+}
+
+// TestNativeGSIShardedGroundTruth is TestNativeGSIGroundTruth on a sharded
+// native-gsi (served by the multikey double on the local servers) and a
+// sharded derived twin: both merge their shards into the order of the
+// unsharded index, ties (equal S, N, T) ordered by the base key, which ends
+// the sort key of either.
+func TestNativeGSIShardedGroundTruth(t *testing.T) {
+	t.Parallel()
+	for _, dead := range []float64{0.25, 0.9} {
+		t.Run(fmt.Sprint("dead=", dead), func(t *testing.T) {
+			t.Parallel()
+			tb, _ := newTestTableOn[ngSharded](t, ddbtest.MultiKey(t))
+			items, deleted := ngGenerate(dead)
+			var sharded []ngSharded
+			for _, it := range items {
+				sharded = append(sharded, ngSharded(it))
+			}
+			var live []ngSharded
+			for i, it := range sharded {
+				_, err := tb.Put(t.Context(), it)
+				require.NoError(t, err)
+				switch {
+				case deleted[i]:
+					require.NoError(t, tb.Delete(t.Context(), it))
+				case it.Group == "g" && it.Zone == 7:
+					live = append(live, it)
+				}
+			}
+			require.NotEmpty(t, live)
+			var plain []ngItem
+			for _, it := range live {
+				plain = append(plain, ngItem(it))
+			}
+			cases := ngCases(plain)
+			if dead > 0.5 {
+				cases = cases[:40]
+			}
+			for _, index := range []string{"nat", "comp"} {
+				t.Run(index, func(t *testing.T) {
+					t.Parallel()
+					ix := &kiIndex[ngSharded]{tb: tb, index: index, part: []any{"g", int64(7)}, items: live,
+						key: func(it ngSharded) []any { return []any{it.S, it.N, it.T} },
+						tie: func(it ngSharded) []any { return []any{it.ID} },
+						id:  func(it ngSharded) string { return it.ID }}
+					ix.run(t, cases)
+				})
+			}
+		})
+	}
+}
+
+// TestNativeGSIShardedBackfill: items written before a sharded native-gsi
+// was declared lack its shard attribute, so the index does not hold them;
+// a backfill writes the shard on every item (in the index or not), and a
+// second one finds nothing to change.
+func TestNativeGSIShardedBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := ddbtest.MultiKey(t)
+	tb, _ := newTestTableOn[ngMultiSharded](t, c)
+	room := func(s string) *string { return &s }
+	var want []string
+	for i := range 12 {
+		it := ngMultiSharded{ID: fmt.Sprintf("b%02d", i), Org: "o", Year: 2026, Slot: int64(i)}
+		if i%4 != 3 {
+			it.Room = room("r") // the others are not in the index
+			want = append(want, it.ID)
+		}
+		_, err := tb.Put(ctx, it)
+		require.NoError(t, err)
+		_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(tb.TableName()), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: it.ID}},
+			UpdateExpression: aws.String("REMOVE #s"), ExpressionAttributeNames: map[string]string{"#s": "_by_slot_shard"},
+		})
+		require.NoError(t, err)
+	}
+	ids := func() []string {
+		var out []string
+		for it, err := range tb.Query("by_slot", "o", int64(2026)).All(ctx) {
+			require.NoError(t, err)
+			out = append(out, it.ID)
+		}
+		return out
+	}
+	require.Empty(t, ids(), "without the shard attribute no item is in the index")
+	st, err := fillIndex(ctx, tb, c, "by_slot")
+	require.NoError(t, err)
+	require.Equal(t, 12, st.Written, "the shard is written on every item: %+v", st)
+	require.Equal(t, want, ids())
+	st, err = fillIndex(ctx, tb, c, "by_slot")
+	require.NoError(t, err)
+	require.Equal(t, 0, st.Written, "%+v", st)
+	// An Update that sets the missing key attribute brings an item in.
+	require.NoError(t, tb.Update(ctx, ngMultiSharded{ID: "b03"}, Set("room", "r")))
+	require.Contains(t, ids(), "b03")
 }

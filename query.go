@@ -343,15 +343,15 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 	}
 	b := expression.NewBuilder()
 	sharded := d.pk.shards > 0
-	if sharded {
-		// Each shard's key condition is written per shard (shardInput).
-		if q.maxRequests > 0 && q.maxRequests < d.pk.shards {
-			return nil, queryErr(d.name, "MaxRequests %d is below the %d requests (one per shard) that any page of a sharded index needs", q.maxRequests, d.pk.shards)
-		}
-	} else {
+	if sharded && q.maxRequests > 0 && q.maxRequests < d.pk.shards {
+		return nil, queryErr(d.name, "MaxRequests %d is below the %d requests (one per shard) that any page of a sharded index needs", q.maxRequests, d.pk.shards)
+	}
+	// A derived sharded key's condition is written per shard (shardInput);
+	// a sharded NativeGSI's is this one and its shard's.
+	built := !sharded || d.pk.attrs != nil
+	if built {
 		b = b.WithKeyCondition(d.keyCondition(pkVal, pkTexts, kc))
 	}
-	built := !sharded
 	var filter *expression.ConditionBuilder
 	if d.filtersTombstones() && !q.deleted {
 		live := liveCondition(&q.t.opts)

@@ -40,6 +40,13 @@ type shardPlan struct {
 	// it: the merge drops entries at or below it, in either order. "" for
 	// none.
 	after string
+	// from is where every shard of a sharded NativeGSI starts, after the
+	// cursor's position (nil: at the start). Its key condition cannot
+	// express "after a position" (a range goes on one attribute), so each
+	// shard starts from an ExclusiveStartKey at from in that shard: the sort
+	// attributes end with the base key, so from has one place in every
+	// shard's order.
+	from position
 }
 
 // skBound is one end of a sort key range, in ordered form.
@@ -69,6 +76,18 @@ func tighter(a, b skBound, lower bool) skBound {
 // the cursor position start (desc: descending).
 func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc bool) (*shardPlan, error) {
 	sp := &shardPlan{keys: make([]types.AttributeValue, d.pk.shards)}
+	if d.pk.attrs != nil {
+		for i := range sp.keys {
+			sp.keys[i] = shardValue(i)
+		}
+		sp.from = start.at
+		if start.next != nil && start.through && !start.tied {
+			// Everything up to next was read dead, on a form that orders
+			// ties as this one does (by the base key).
+			sp.from = start.next
+		}
+		return sp, nil
+	}
 	byField := d.schema.newKeyTexts()
 	for i, c := range d.pk.parts {
 		byField.put(c.f, pkTexts[i])
@@ -163,6 +182,11 @@ func (p *plan) shardInput(i int) dynamodb.QueryInput {
 	if values == nil {
 		values = map[string]types.AttributeValue{}
 	}
+	if sh := p.def.shardAttr(); sh != nil {
+		in.KeyConditionExpression = aws.String(expr.ShardAttrCondition(names, values, sh.attr, p.shard.keys[i], aws.ToString(in.KeyConditionExpression)))
+		in.ExpressionAttributeNames, in.ExpressionAttributeValues = names, values
+		return in
+	}
 	var sk string
 	if p.def.sk != nil {
 		sk = p.def.sk.attr
@@ -174,28 +198,50 @@ func (p *plan) shardInput(i int) dynamodb.QueryInput {
 
 // shardStream is one shard's page fill in a merge.
 type shardStream[T any] struct {
-	pg   *pager[T]
-	buf  []map[string]types.AttributeValue // live entries read and not yet merged
-	more bool                              // the shard has entries after those read
-	sent bool                              // a request was sent
+	pg  *pager[T]
+	buf []map[string]types.AttributeValue // live entries read and not yet merged
+	ord []string                          // the mergeKey of each entry of buf
+	// lastOrd is the mergeKey of the last entry the shard evaluated (its
+	// LastEvaluatedKey; "" before a request).
+	lastOrd string
+	more    bool // the shard has entries after those read
+	sent    bool // a request was sent
 }
 
-// sortKey returns the stored sort key of an entry (or a key) of a sharded
-// index: a String, since it is always derived.
-func sortKey(item map[string]types.AttributeValue, attr string) string {
-	v, _ := item[attr].(*types.AttributeValueMemberS)
-	if v == nil {
-		return ""
+// mergeKey returns the sort key of an entry (or a key) of a sharded index
+// in ordered form, unique in the logical partition: the stored String of a
+// derived sort key, or the composite encoding of a sharded NativeGSI's sort
+// attributes (which end with the base key), whose byte order is DynamoDB's
+// order of the attribute tuples.
+func (d *layout) mergeKey(item map[string]types.AttributeValue) (string, error) {
+	if d.sk.attrs == nil {
+		v, _ := item[d.sk.attr].(*types.AttributeValueMemberS)
+		if v == nil {
+			return "", fmt.Errorf("%w: an entry of %s has no String sort key %s", ErrMalformedItem, indexLabel(d.name), d.sk.attr)
+		}
+		return v.Value, nil
 	}
-	return v.Value
+	pos, err := d.positionOf(item)
+	if err != nil {
+		return "", fmt.Errorf("%w: an entry of %s has unreadable keys: %w", ErrMalformedItem, indexLabel(d.name), err)
+	}
+	return d.sk.ordered(d.textOf(pos))
 }
 
 // head returns the sort key of the stream's first buffered entry.
-func (s *shardStream[T]) head(attr string) string { return sortKey(s.buf[0], attr) }
+func (s *shardStream[T]) head() string { return s.ord[0] }
 
 // last returns the sort key of the last entry the shard evaluated: no
 // unread entry of the shard lies at or before it.
-func (s *shardStream[T]) last(attr string) string { return sortKey(s.pg.esk, attr) }
+func (s *shardStream[T]) last() string { return s.lastOrd }
+
+// pop removes the stream's first buffered entry and returns it with its
+// sort key.
+func (s *shardStream[T]) pop() (map[string]types.AttributeValue, string) {
+	item, ord := s.buf[0], s.ord[0]
+	s.buf, s.ord = s.buf[1:], s.ord[1:]
+	return item, ord
+}
 
 // merger yields the live entries of a sharded query in the index's order.
 type merger[T any] struct {
@@ -206,6 +252,7 @@ type merger[T any] struct {
 	desc    bool
 	emitted int                             // entries yielded
 	lastOut map[string]types.AttributeValue // the last entry yielded
+	lastOrd string                          // its mergeKey
 	memo    bool                            // see newPager
 	bytes   float64                         // the memo's entry size (0: none)
 	sizing  shardSizing
@@ -231,9 +278,24 @@ func newMerger[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Op
 		sp := *p
 		sp.input = p.shardInput(i)
 		sp.start = cursorPos{}
-		m.streams[i] = &shardStream[T]{pg: newPager(q, &sp, memo, optFns), more: true}
+		st := &shardStream[T]{pg: newPager(q, &sp, memo, optFns), more: true}
+		if from := p.shard.from; from != nil {
+			st.pg.esk, st.pg.pos = p.def.shardStartKey(from, i), from
+		}
+		m.streams[i] = st
 	}
 	return m
+}
+
+// shardStartKey is the ExclusiveStartKey at pos in shard i of a sharded
+// NativeGSI: pos's start key, its shard attribute set to i. pos was checked
+// when the cursor was decoded.
+func (d *layout) shardStartKey(pos position, i int) map[string]types.AttributeValue {
+	esk, _ := d.startKey(pos)
+	if esk != nil {
+		esk[d.shardAttr().attr] = shardValue(i)
+	}
+	return esk
 }
 
 // stats sums the shards' costs.
@@ -304,7 +366,6 @@ func (m *merger[T]) resume() cursorPos {
 // between the two remains to be yielded, since each shard has evaluated
 // every entry up to its own last one. It returns nil otherwise.
 func (m *merger[T]) evaluated() position {
-	attr := m.p.def.sk.attr
 	var at *shardStream[T]
 	for _, s := range m.streams {
 		switch {
@@ -312,19 +373,19 @@ func (m *merger[T]) evaluated() position {
 			continue // every entry of the shard has been read
 		case !s.sent || s.pg.pos == nil:
 			return nil
-		case at == nil || m.before(s.last(attr), at.last(attr)):
+		case at == nil || m.before(s.last(), at.last()):
 			at = s
 		}
 	}
 	if at == nil {
 		return nil
 	}
-	k := at.last(attr)
-	if m.lastOut != nil && !m.before(sortKey(m.lastOut, attr), k) {
+	k := at.last()
+	if m.lastOut != nil && !m.before(m.lastOrd, k) {
 		return nil
 	}
 	for _, s := range m.streams {
-		if len(s.buf) > 0 && !m.before(k, s.head(attr)) {
+		if len(s.buf) > 0 && !m.before(k, s.head()) {
 			return nil
 		}
 	}
@@ -341,11 +402,10 @@ func (m *merger[T]) cursor(c cursorPos) (string, error) {
 // how many entries the call still wants (0: all there are). ok is false at
 // the end.
 func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.AttributeValue, bool, error) {
-	attr := m.p.def.sk.attr
 	for {
 		best := -1
 		for i, s := range m.streams {
-			if len(s.buf) > 0 && (best < 0 || m.before(s.head(attr), m.streams[best].head(attr))) {
+			if len(s.buf) > 0 && (best < 0 || m.before(s.head(), m.streams[best].head())) {
 				best = i
 			}
 		}
@@ -358,7 +418,7 @@ func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.Attrib
 			if len(s.buf) > 0 || s.more {
 				active++
 			}
-			if len(s.buf) == 0 && s.more && (!s.sent || best < 0 || !m.before(m.streams[best].head(attr), s.last(attr))) {
+			if len(s.buf) == 0 && s.more && (!s.sent || best < 0 || !m.before(m.streams[best].head(), s.last())) {
 				fetch = append(fetch, i)
 			}
 		}
@@ -371,14 +431,12 @@ func (m *merger[T]) next(ctx context.Context, want int) (map[string]types.Attrib
 		if best < 0 {
 			return nil, false, nil
 		}
-		s := m.streams[best]
-		item := s.buf[0]
-		s.buf = s.buf[1:]
-		if m.p.shard.after != "" && sortKey(item, attr) <= m.p.shard.after {
+		item, ord := m.streams[best].pop()
+		if m.p.shard.after != "" && ord <= m.p.shard.after {
 			continue // the lower bound's own entry, which the condition could not exclude
 		}
 		m.emitted++
-		m.lastOut = item
+		m.lastOut, m.lastOrd = item, ord
 		return item, true, nil
 	}
 }
@@ -414,12 +472,11 @@ func (m *merger[T]) lookahead(fetch []int, want, active int) []shardFetch {
 	if m.sizing.noLookahead {
 		return out
 	}
-	attr := m.p.def.sk.attr
 	at := make([]int, len(m.streams)) // entries of each buffer the walk has passed
 	for w := 1; w < rest; w++ {
 		next := -1
 		for i, s := range m.streams {
-			if at[i] < len(s.buf) && (next < 0 || m.before(sortKey(s.buf[at[i]], attr), sortKey(m.streams[next].buf[at[next]], attr))) {
+			if at[i] < len(s.buf) && (next < 0 || m.before(s.ord[at[i]], m.streams[next].ord[at[next]])) {
 				next = i
 			}
 		}
@@ -495,6 +552,20 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 			if err != nil {
 				errs[j] = err
 				return
+			}
+			for _, it := range items {
+				ord, err := m.p.def.mergeKey(it)
+				if err != nil {
+					errs[j] = err
+					return
+				}
+				s.ord = append(s.ord, ord)
+			}
+			if more {
+				if s.lastOrd, err = m.p.def.mergeKey(s.pg.esk); err != nil {
+					errs[j] = err
+					return
+				}
 			}
 			s.sent, s.more = true, more
 			s.buf = append(s.buf, items...)

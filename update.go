@@ -199,8 +199,8 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 			touched[f] = op
 		}
 		for _, d := range s.indexes {
-			for _, k := range []*keyAttr{d.pk, d.sk} {
-				if d.onBaseItem(k) && k.attr == a {
+			for _, k := range d.derivedAttrs() {
+				if k.attr == a {
 					return nil, fmt.Errorf("%w: Update of %s sets %s, the derived key attribute of index %s, which ddbindex computes from its components (%s): update those instead",
 						ErrKeyChange, s.model, a, d.name, fieldNames(k.parts))
 				}

@@ -106,6 +106,16 @@ func ShardKeyCondition(names map[string]string, values map[string]types.Attribut
 	return sk.text
 }
 
+// ShardAttrCondition writes the key condition of one shard's request of a
+// sharded multi-attribute key into names and values: the shard attribute
+// equal to shard, and rest, the key condition of every shard (its own
+// placeholders already in names and values), which must not be empty.
+func ShardAttrCondition(names map[string]string, values map[string]types.AttributeValue,
+	attr string, shard types.AttributeValue, rest string) string {
+	names[ShardPKName], values[ShardPKValue] = attr, shard
+	return "(" + pkOnly + ") AND " + rest
+}
+
 // ShardPK returns the partition key value of a shard's request whose key
 // condition ShardKeyCondition wrote into values (nil when it has none).
 func ShardPK(values map[string]types.AttributeValue) types.AttributeValue {
