@@ -354,15 +354,15 @@ func ngKey(it ngItem) []any { return []any{it.S, it.N, it.T} }
 
 // ngLoad writes items through tb (Put, then Delete for the deleted ones)
 // and returns the live items of partition (g, 7).
-func ngLoad(t *testing.T, tb *Table[ngItem], items []ngItem, deleted []bool) []ngItem {
+func ngLoad[T any](t *testing.T, tb *Table[T], items []ngItem, deleted []bool, mk func(ngItem) T) []ngItem {
 	t.Helper()
 	var live []ngItem
 	for i, it := range items {
-		_, err := tb.Put(t.Context(), it)
+		_, err := tb.Put(t.Context(), mk(it))
 		require.NoError(t, err)
 		switch {
 		case deleted[i]:
-			require.NoError(t, tb.Delete(t.Context(), it))
+			require.NoError(t, tb.Delete(t.Context(), mk(it)))
 		case it.Group == "g" && it.Zone == 7:
 			live = append(live, it)
 		}
@@ -555,7 +555,7 @@ func TestNativeGSIGroundTruth(t *testing.T) {
 			t.Parallel()
 			tb, _ := newTestTableOn[ngItem](t, ddbtest.MultiKey(t))
 			items, deleted := ngGenerate(dead)
-			live := ngLoad(t, tb, items, deleted)
+			live := ngLoad(t, tb, items, deleted, func(it ngItem) ngItem { return it })
 			require.NotEmpty(t, live)
 			cases := ngCases(live)
 			if dead > 0.5 {
@@ -604,25 +604,11 @@ func TestNativeGSIShardedGroundTruth(t *testing.T) {
 			t.Parallel()
 			tb, _ := newTestTableOn[ngSharded](t, ddbtest.MultiKey(t))
 			items, deleted := ngGenerate(dead)
-			var sharded []ngSharded
-			for _, it := range items {
-				sharded = append(sharded, ngSharded(it))
-			}
+			plain := ngLoad(t, tb, items, deleted, func(it ngItem) ngSharded { return ngSharded(it) })
+			require.NotEmpty(t, plain)
 			var live []ngSharded
-			for i, it := range sharded {
-				_, err := tb.Put(t.Context(), it)
-				require.NoError(t, err)
-				switch {
-				case deleted[i]:
-					require.NoError(t, tb.Delete(t.Context(), it))
-				case it.Group == "g" && it.Zone == 7:
-					live = append(live, it)
-				}
-			}
-			require.NotEmpty(t, live)
-			var plain []ngItem
-			for _, it := range live {
-				plain = append(plain, ngItem(it))
+			for _, it := range plain {
+				live = append(live, ngSharded(it))
 			}
 			cases := ngCases(plain)
 			if dead > 0.5 {
