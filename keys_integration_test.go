@@ -230,6 +230,8 @@ func kiCmp(a, b any) int {
 		return strings.Compare(a, b.(string))
 	case int64:
 		return cmp.Compare(a, b.(int64))
+	case float64:
+		return cmp.Compare(a, b.(float64))
 	case []byte:
 		return bytes.Compare(a, b.([]byte))
 	}

@@ -46,7 +46,8 @@ type shardPlan struct {
 	// shard starts from an ExclusiveStartKey at from in that shard: the sort
 	// attributes end with the base key, so from has one place in every
 	// shard's order.
-	from position
+	from   position
+	starts []map[string]types.AttributeValue // each shard's ExclusiveStartKey at from
 }
 
 // skBound is one end of a sort key range, in ordered form.
@@ -85,6 +86,19 @@ func (d *layout) shardPlan(pkTexts []string, kc *keyCond, start cursorPos, desc 
 			// Everything up to next was read dead, on a form that orders
 			// ties as this one does (by the base key).
 			sp.from = start.next
+		}
+		if sp.from == nil {
+			return sp, nil
+		}
+		esk, err := d.startKey(sp.from)
+		if err != nil {
+			return nil, cursorErr(err, "position does not make a start key")
+		}
+		sh := d.shardAttr().attr
+		sp.starts = make([]map[string]types.AttributeValue, len(sp.keys))
+		for i := range sp.starts {
+			sp.starts[i] = maps.Clone(esk)
+			sp.starts[i][sh] = sp.keys[i]
 		}
 		return sp, nil
 	}
@@ -280,22 +294,11 @@ func newMerger[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Op
 		sp.start = cursorPos{}
 		st := &shardStream[T]{pg: newPager(q, &sp, memo, optFns), more: true}
 		if from := p.shard.from; from != nil {
-			st.pg.esk, st.pg.pos = p.def.shardStartKey(from, i), from
+			st.pg.esk, st.pg.pos = p.shard.starts[i], from
 		}
 		m.streams[i] = st
 	}
 	return m
-}
-
-// shardStartKey is the ExclusiveStartKey at pos in shard i of a sharded
-// NativeGSI: pos's start key, its shard attribute set to i. pos was checked
-// when the cursor was decoded.
-func (d *layout) shardStartKey(pos position, i int) map[string]types.AttributeValue {
-	esk, _ := d.startKey(pos)
-	if esk != nil {
-		esk[d.shardAttr().attr] = shardValue(i)
-	}
-	return esk
 }
 
 // stats sums the shards' costs.

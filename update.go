@@ -200,7 +200,15 @@ func (t *Table[T]) planUpdate(ops []updateOp) (*updatePlan, error) {
 		}
 		for _, d := range s.indexes {
 			for _, k := range d.derivedAttrs() {
-				if k.attr == a {
+				switch {
+				case k.attr == a && k.shardOnly:
+					var by []string
+					for _, f := range k.shardBy {
+						by = append(by, f.attr)
+					}
+					return nil, fmt.Errorf("%w: Update of %s sets %s, the shard attribute of index %s, which ddbindex computes from the base key (%s): it changes only with the key, through Move",
+						ErrKeyChange, s.model, a, d.name, strings.Join(by, ", "))
+				case k.attr == a:
 					return nil, fmt.Errorf("%w: Update of %s sets %s, the derived key attribute of index %s, which ddbindex computes from its components (%s): update those instead",
 						ErrKeyChange, s.model, a, d.name, fieldNames(k.parts))
 				}
