@@ -43,8 +43,8 @@ import (
 // everything was read and found dead: the next page starts exactly after it.
 // It is the key of an item DynamoDB returned as LastEvaluatedKey, so it is a
 // real start key on every key type, where a start key just before a live
-// item cannot always be built (a native String read in descending order may
-// hold any character). Where the sort key may repeat (a native GSI or LSI
+// item cannot always be built (a multi-attribute sort key, a value at
+// DynamoDB's limits, a tie with the page's last item). Where the sort key may repeat (a native GSI or LSI
 // sort key), DynamoDB orders the entries that share a sort value, and a form
 // whose sort key ends with the base key (an index table) may order them
 // otherwise; bit 3 says which kind of form evaluated the position, and the

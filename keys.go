@@ -536,15 +536,14 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // value, which holds only when at's value comes strictly before it: the ties
 // read again were read and found dead. ok is false when d cannot express
 // one: no sort key, a value just before next's that is at's own (or,
-// where keys repeat, one of at's ties), a native String read
-// descending (it may hold characters below any suffix we could append), a
+// where keys repeat, one of at's ties), a
 // value at DynamoDB's size limit or its Number range, or a next that does
 // not come after at in d's own order (a cursor minted where ties are
 // ordered otherwise); the caller then starts after the position at. A nil
 // key with ok true means next is the first entry of the condition's range,
 // so the query starts at the range.
 func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[string]types.AttributeValue, bool) {
-	if d.neverStartsBefore(desc) {
+	if d.neverStartsBefore() {
 		// A multi-attribute sort key: a cursor carries the last position
 		// evaluated instead.
 		return nil, false
@@ -592,12 +591,13 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	switch {
 	case !desc:
 		k = predecessor(ord, d.sk.scalar == types.ScalarAttributeTypeB)
-	case d.sk.scalar == types.ScalarAttributeTypeB:
-		k = ord + "\x00" // nothing sorts between a byte string and itself plus a zero byte
 	case !d.sk.native:
 		k = compositeSuccessor(ord)
 	default:
-		return nil, false // a native String may hold any character
+		// Nothing sorts between a byte string, or a String (a native one
+		// holds any character, U+0000 included), and itself plus a zero
+		// byte.
+		k = ord + "\x00"
 	}
 	if len(k) == 0 || len(k) > maxSortKeyBytes {
 		return nil, false
@@ -622,11 +622,10 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 }
 
 // neverStartsBefore reports whether startKeyBefore refuses every position
-// of d read in the order desc: no sort key, a multi-attribute one (a cursor
-// carries the last position evaluated instead), or a native String read
-// descending (it may hold any character).
-func (d *layout) neverStartsBefore(desc bool) bool {
-	return d.sk == nil || d.sk.attrs != nil || (desc && d.sk.native && d.sk.scalar == types.ScalarAttributeTypeS)
+// of d: no sort key, or a multi-attribute one (a cursor carries the last
+// position evaluated instead).
+func (d *layout) neverStartsBefore() bool {
+	return d.sk == nil || d.sk.attrs != nil
 }
 
 // prefixCeiling returns the highest String of at most maxSortKeyBytes bytes

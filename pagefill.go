@@ -332,7 +332,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		// end stops there when the next page cannot start just before the
 		// next live item: the cursor then skips the stretch through the
 		// last position evaluated.
-		pg.size.toEnd = len(raw) >= limit && (q.t.memo.noStartBefore.Load() || p.def.neverStartsBefore(q.desc))
+		pg.size.toEnd = len(raw) >= limit && (q.t.memo.noStartBefore.Load() || p.def.neverStartsBefore())
 		size := pg.size.next(want - len(raw))
 		if want > limit && len(raw) < limit {
 			// This request may fill the page. The look-ahead item is read
