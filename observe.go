@@ -276,6 +276,24 @@ func (t *Table[T]) pageMismatch(ctx context.Context, served, other *layout, a, b
 		}
 		return m
 	}
+	if len(ka) != len(kb) {
+		// Each form returned every item the other did, so one returned an
+		// item twice: it moved later in the order between two requests of
+		// the page (neither form reads a snapshot).
+		form, keys := served.kind, ka
+		if len(kb) > len(ka) {
+			form, keys = other.kind, kb
+		}
+		seen := map[string]bool{}
+		for _, k := range keys {
+			if seen[k] {
+				m.Kind, m.Keys = bridge.MismatchExtra, []string{k}
+				m.Detail = fmt.Sprintf("the %s form returned item %s twice", form, k)
+				return m
+			}
+			seen[k] = true
+		}
+	}
 	for i := range ka {
 		if ka[i] != kb[i] {
 			m.Kind, m.Keys = bridge.MismatchOrder, []string{ka[i], kb[i]}
