@@ -170,13 +170,9 @@ func (l *layout) derivedAttrs() []*keyAttr {
 		if l.onBaseItem(k) {
 			out = append(out, k)
 		}
-		if k != nil && !l.ownTable {
-			for _, sub := range k.attrs {
-				if sub.shardOnly {
-					out = append(out, sub)
-				}
-			}
-		}
+	}
+	if k := l.shardAttr(); k != nil {
+		out = append(out, k)
 	}
 	return out
 }
@@ -432,6 +428,9 @@ func nativeLayout(l *layout, fail func(field, format string, args ...any) error)
 	}
 	var suffix []*component
 	if d.shards > 0 {
+		if len(d.sk) == 0 {
+			return nil, fail("", "a sharded index needs a sort key to merge its shards in order: declare sort components, or remove shards=%d", d.shards)
+		}
 		// The shard is a partition key attribute of its own, a Number the
 		// base key hashes to, kept on the base item. The sort key ends with
 		// the base key components it lacks: unique in the logical
@@ -450,9 +449,6 @@ func nativeLayout(l *layout, fail func(field, format string, args ...any) error)
 		l.pk.attrs = append(l.pk.attrs, sh)
 		l.pk.shards = d.shards
 		suffix = baseSuffix(s.base, pkComps, d.sk, l.pk)
-		if len(d.sk) == 0 {
-			return nil, fail("", "a sharded index needs a sort key to merge its shards in order: declare sort components, or remove shards=%d", d.shards)
-		}
 	}
 	if l.sk, err = multi("sk", d.sk, suffix, 0); err != nil {
 		return nil, err

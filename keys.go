@@ -379,7 +379,10 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 	if d.pk.shards > 0 {
 		// The shard must be the one the base key hashes to: an entry in
 		// another shard is one that no query can find in order.
-		k := d.shardKey()
+		k := d.shardAttr() // a sharded NativeGSI's; else the partition key holds the shard
+		if k == nil {
+			k = d.pk
+		}
 		want, err := k.physical(d.textOf(pos))
 		if err != nil {
 			return nil, err
@@ -389,15 +392,6 @@ func (d *layout) positionOf(item map[string]types.AttributeValue) (position, err
 		}
 	}
 	return pos, nil
-}
-
-// shardKey is the key attribute that holds the shard of a sharded layout:
-// its partition key, or a sharded NativeGSI's shard attribute.
-func (d *layout) shardKey() *keyAttr {
-	if k := d.shardAttr(); k != nil {
-		return k
-	}
-	return d.pk
 }
 
 // shardValue is the stored value of a NativeGSI's shard attribute.
