@@ -277,7 +277,10 @@ func newServer(name, root string) (*server, error) {
 		}
 	case "dynalite":
 		s.installed = filepath.Join(root, "node_modules", "dynalite", "cli.js")
-		s.argv = []string{"node", s.installed,
+		// The guard keeps dynalite up when a client aborts a request
+		// (see dynalite_guard.js).
+		guard := filepath.Join(root, "internal", "withserver", "dynalite_guard.js")
+		s.argv = []string{"node", "--require", guard, s.installed,
 			"--host", "127.0.0.1", "--port", "{port}",
 			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 		s.health = func(ctx context.Context) bool { return answersHTTP(ctx, s.endpoint()) }
