@@ -504,8 +504,14 @@ type shardSizing struct {
 	// bigRefill instead: each entry asked for beyond need costs a read unit
 	// of its own, so asking for fewer, and more often again, costs less.
 	bigBytes, bigFirst, bigRefill float64
-	noFill                        bool // requests do not fill the 4 KB blocks they pay for
-	noLookahead                   bool // a round asks the blocked shards alone
+	// roundBlocks, when above 0 and the entries' size is known, replaces
+	// the tails: each request reads the number of 4 KB blocks that makes
+	// the shard's expected cost least, counting what it reads beyond the
+	// shard's need and, when it falls short, the blocks of the refill and
+	// roundBlocks more for the extra request (see cheapestBlocks).
+	roundBlocks float64
+	noFill      bool // requests do not fill the 4 KB blocks they pay for
+	noLookahead bool // a round asks the blocked shards alone
 	// whole: every request asks for all the call still wants (and one
 	// more), as a merge that knows nothing of the spread would: the
 	// baseline BenchmarkShardedPage measures the sizing against.
@@ -514,13 +520,18 @@ type shardSizing struct {
 	onRound func(requests int)
 }
 
-// defaultShardSizing is the sizing of every Table's merges. Later requests
-// cost one round trip more, so they aim higher than first ones. Entries of
-// 2 KB or more fill a read unit each: asking for fewer keeps warm pages
-// within 1.25x the read units of a merge that knows every shard's entries,
-// for about one round more. Chosen with TestShardedPageCostModel and
+// defaultShardSizing is the sizing of every Table's merges. Once the
+// entries' size is known, each request reads the blocks whose expected cost,
+// a refill priced at its blocks and one and a half blocks more, is least
+// (cheapestBlocks): warm pages stay within 1.25x the read units of a merge
+// that knows every shard's entries, tombstones or not. Before that (page 1
+// of a Table that has not read the partition), and for shards that may
+// need more entries than cheapestBlocks weighs, tails size the requests:
+// later requests cost one round trip more, so they aim higher than first
+// ones, and entries of 2 KB or more, a read unit each, are asked for
+// sparingly. Chosen with TestShardedPageCostModel and
 // BenchmarkShardedSizing.
-var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4}
+var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4, roundBlocks: 1.5}
 
 // round sends the requests fetch lists, at most fanout at a time, for a
 // call that wants want entries (0: all there are). The first blocked ones
@@ -588,9 +599,12 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 // entries among those the call still needs are about Poisson with mean
 // f.expected (a stable hash spreads entries evenly), and the request must
 // read one past them to show that the shard holds no more before the page
-// ends: it asks for the quantile at the tail probability, plus one, never
-// more than the call still wants plus one. The shard's sizer turns live
-// entries into a Limit through its expected live ratio. Every request costs
+// ends. Once b is known, and unless the shard's last request found no live
+// entry, the request reads the number of 4 KB blocks whose expected cost is
+// least (cheapestBlocks). Else it asks for the quantile at the tail
+// probability, plus one, never more than the call still wants plus one, and
+// the shard's sizer turns live entries into a Limit through its expected
+// live ratio (growing it while the shard finds none). Every request costs
 // at least one 4 KB block of read units, and costs them whole: a request
 // whose entries fill its blocks only partly asks for as many more as fit,
 // since they are free and may spare the shard a round.
@@ -614,16 +628,97 @@ func (m *merger[T]) size(f shardFetch, want int, b float64) int {
 	if m.sizing.whole {
 		live = rest + 1
 	}
-	size := s.pg.size.next(live)
-	if b > 0 && !m.sizing.noFill {
+	if b > 0 {
 		// Dead entries are larger by the tombstone's marks.
 		b += (1 - s.pg.size.ratio()) * float64(s.pg.size.deadExtra)
+	}
+	if b > 0 && m.sizing.roundBlocks > 0 && !m.sizing.whole && !m.sizing.noFill && s.pg.size.streak == 0 {
+		// Not inside a stretch of tombstones, which the sizer crosses
+		// growing its requests geometrically.
+		if n := cheapestBlocks(&s.pg.size, f.expected, rest+1, b, m.sizing.roundBlocks); n > 0 {
+			return n
+		}
+	}
+	size := s.pg.size.next(live)
+	if b > 0 && !m.sizing.noFill {
 		blocks := math.Ceil(float64(size) * b / 4096)
 		fill := int(blocks * 4096 / b)
 		size = max(size, min(fill, s.pg.size.next(rest+1)))
 	}
 	return size
 }
+
+// cheapestBlocks returns the Limit of a request to a shard whose live
+// entries among those the call still needs are about Poisson with mean
+// mean, and which must read one live entry past them (at most most live
+// entries in all), where an entry is about b bytes and sz expects each to be
+// live with its ratio: the Limit of a number of whole 4 KB blocks, or 0 when
+// the shard may need too many entries for the sum below to be cheap (the
+// caller then sizes from a tail probability). A request of k blocks reads the
+// n entries they hold, of which Y ~ Binomial(n, ratio) are live, and costs k
+// blocks; when the shard needs X+1 > Y live entries, a refill costs about the
+// blocks those take, plus round for the request and round more. The request
+// reads the k whose expected cost is least (the smallest on ties).
+func cheapestBlocks(sz *sizer, mean float64, most int, b, round float64) int {
+	perBlock := 4096 / b
+	top := min(most, poissonQuantile(mean, 1e-4)+1) // fewer than 1 in 10,000 shards need more
+	if top > cheapestMaxLive {
+		return 0
+	}
+	ratio := min(1, max(sz.ratio(), 1.0/maxRequestItems))
+	// pmf[x] is P(X = x) for x < top.
+	pmf := make([]float64, top)
+	p := math.Exp(-mean)
+	for x := range pmf {
+		pmf[x] = p
+		p *= mean / float64(x+1)
+	}
+	upTo := sz.next(most) // never more than what the call still wants
+	bin := make([]float64, top+1)
+	best, bestCost := 0, math.Inf(1)
+	first := max(1, int(math.Ceil(b/4096))) // the blocks one entry takes
+	for k := first; k < first+cheapestMaxBlocks; k++ {
+		n := max(1, min(int(float64(k)*perBlock), upTo))
+		// bin[y] is P(Y = y) for y < top; the refill needs x+1-y live
+		// entries more, which only y <= x < top leave.
+		clear(bin)
+		q := math.Pow(1-ratio, float64(n))
+		for y := 0; y <= min(n, top); y++ {
+			bin[y] = q
+			if ratio == 1 {
+				bin[y] = 0
+				if y == n {
+					bin[y] = 1
+				}
+			} else {
+				q *= float64(n-y) / float64(y+1) * ratio / (1 - ratio)
+			}
+		}
+		cost := float64(k)
+		for x := range top {
+			for y := 0; y <= x && y <= n; y++ {
+				more := float64(x + 1 - y)
+				cost += pmf[x] * bin[y] * (math.Ceil(more/ratio/perBlock) + round)
+			}
+		}
+		if cost < bestCost {
+			best, bestCost = n, cost
+		}
+		if n >= upTo || float64(k) > bestCost {
+			break
+		}
+	}
+	return best
+}
+
+// cheapestMaxLive bounds the live entries cheapestBlocks weighs, and
+// cheapestMaxBlocks the request sizes it tries: past them, a tail
+// probability sizes as well, for less arithmetic (at most about
+// 64·64·64/2 steps a request).
+const (
+	cheapestMaxLive   = 64
+	cheapestMaxBlocks = 64
+)
 
 // firstLimit is the Limit of shard i's first request in a call that wants
 // want entries, as round sends it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ddbindex/ddbindex/internal/expr"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -262,4 +263,35 @@ func TestExplainSharded(t *testing.T) {
 	e, err = tb.Query("all", "global").Where(Between(K(int64(5)), K(int64(20)))).Desc().After(encodeCursor(d, cursorPos{at: pos}, true, nil)).Explain()
 	require.NoError(t, err)
 	require.Contains(t, e.Request.String(), `_sk BETWEEN "`, "descending: from the condition's start to just before the cursor")
+}
+
+// TestCheapestBlocks checks the request cheapestBlocks sizes: whole 4 KB
+// blocks, never more than the call still wants, 0 (let the tails size) when
+// the shard may need too many entries, and sane at the edges of its inputs.
+func TestCheapestBlocks(t *testing.T) {
+	sizer := func(live, read float64) *sizer { return &sizer{live: live, read: read} }
+	// 200 B entries, nothing dead: a block holds 20, the most a shard can
+	// need when the call wants 11: one block, every entry it holds.
+	assert.Equal(t, 11, cheapestBlocks(sizer(100, 100), 1.3, 11, 200, 1.5))
+	assert.Equal(t, 20, cheapestBlocks(sizer(100, 100), 1.3, 30, 200, 1.5))
+	// 1 KB entries, half of them dead: one block reads four entries, two
+	// of them live on average, for a shard that needs 2.3: it reads whole
+	// blocks, at least one.
+	n := cheapestBlocks(sizer(50, 100), 1.3, 21, 1000, 1.5)
+	assert.Positive(t, n)
+	assert.Zero(t, n%4, "whole blocks of four 1 KB entries: %d", n)
+	// A refill that costs more makes the first request larger.
+	assert.GreaterOrEqual(t, cheapestBlocks(sizer(50, 100), 1.3, 21, 1000, 10), n)
+	// 4 KB entries, each a block of its own.
+	n = cheapestBlocks(sizer(100, 100), 5, 21, 4000, 1.5)
+	assert.GreaterOrEqual(t, n, 1)
+	assert.LessOrEqual(t, n, 21)
+	// A shard that may need more than cheapestMaxLive entries.
+	assert.Zero(t, cheapestBlocks(sizer(100, 100), 500, 1001, 200, 1.5))
+	// Edges: no entry expected; a partition almost all tombstones; entries
+	// larger than many blocks; no evidence at all.
+	assert.Positive(t, cheapestBlocks(sizer(100, 100), 0, 21, 200, 1.5))
+	assert.Positive(t, cheapestBlocks(sizer(0, 100000), 1, 21, 200, 1.5))
+	assert.Positive(t, cheapestBlocks(sizer(100, 100), 1, 21, 400*1024, 1.5))
+	assert.Positive(t, cheapestBlocks(sizer(0, 0), 1, 21, 1000, 1.5))
 }
