@@ -61,6 +61,9 @@ const (
 	// priorWeight caps how many items' worth of evidence the memory of
 	// earlier calls weighs against what the call reads itself.
 	priorWeight = 200.0
+	// upperZ is how many standard deviations above the live items read
+	// upperRatio places the live ratio.
+	upperZ = 1.0
 )
 
 // pager sends the requests of one call and tracks its position and costs.
@@ -445,7 +448,9 @@ var itemDecoder = attributevalue.NewDecoder()
 // it could have produced the streak by chance (see runEvidence). A cluster
 // leaves the expected ratio as it was around it; a sparse stretch lowers it.
 // Until then, no request grows by more than the factor growth over the last,
-// so a wrong guess costs at most that much reading beyond the page.
+// or reads more than a live ratio one standard deviation above the one read
+// calls for (upperRatio), so a wrong guess costs little reading beyond the
+// page while a sparse partition is still read in a few requests.
 //
 // It also remembers how long the stretches without a live item were (runLen,
 // from the call and the memo). Once a streak is too long to be chance at the
@@ -585,6 +590,24 @@ func (s *sizer) ratio() float64 {
 	return (live + prior*w) / (read + w)
 }
 
+// upperRatio is a live ratio the partition most likely does not exceed: the
+// live items read (with the prior's) raised by upperZ standard deviations
+// of a Poisson count, over the items read. Sized for it, a request reads
+// past the page only when the ratio is that much above what was read.
+func (s *sizer) upperRatio() float64 {
+	live, read := s.live, s.read
+	if s.pending > 0 {
+		l, r := s.judge()
+		live, read = live+l, read+r
+	}
+	w, prior := min(s.weight, priorWeight), s.prior
+	if w == 0 {
+		prior, w = 1, 1
+	}
+	live, read = live+prior*w, read+w
+	return min(1, (live+upperZ*math.Sqrt(live)+upperZ*upperZ)/read)
+}
+
 // next returns the Limit for a request that still needs need live items.
 func (s *sizer) next(need int) int {
 	need = min(need, maxRequestItems)
@@ -615,7 +638,15 @@ func (s *sizer) next(need int) int {
 			size = max(size, rest+n)
 		}
 	case s.lastRead > 0 && s.pending > 0:
-		size = min(size, max(n, growth*float64(s.lastRead)))
+		// The streak may have been a cluster of tombstones before a denser
+		// stretch: grow by the factor growth at most, or to what a live
+		// ratio as high as upperRatio calls for, whichever is more (in a
+		// sparse partition, the live items read soon make that the larger).
+		limit := growth * float64(s.lastRead)
+		if pu := s.upperRatio(); pu < 1 {
+			limit = max(limit, (n+margin*math.Sqrt(n*(1-pu)))/pu)
+		}
+		size = min(size, max(n, limit))
 	}
 	if b := s.itemBytes(); (s.streak > 0 || s.tailDead) && b > 0 {
 		// Expecting dead items: fill the read units this request pays for

@@ -422,3 +422,35 @@ func TestPageFillRemembersStretchLength(t *testing.T) {
 	}
 	require.Equal(t, 9, checked, "patterns checked")
 }
+
+// TestSizerAfterAStreakInASparsePartition feeds a sizer what page 1 of a
+// partition with one live item in a hundred reads: four requests without a
+// live item, then one with a single live item among 77 (not enough to tell a
+// cluster of tombstones from a sparse partition). The next request grows
+// past the factor growth to what a live ratio one standard deviation above
+// the one read calls for, and no further: not to what the ratio read
+// itself calls for. Behind a cluster, the same request stays small.
+func TestSizerAfterAStreakInASparsePartition(t *testing.T) {
+	t.Parallel()
+	streak := func() *sizer {
+		s := &sizer{}
+		for _, n := range []int{21, 31, 46, 62} {
+			s.observe(n, 0, 0, false, false)
+		}
+		return s
+	}
+	s := streak()
+	s.observe(77, 1, 0, false, true)
+	size := s.next(20)
+	pu, p := s.upperRatio(), s.ratio()
+	assert.Less(t, p, pu, "the upper ratio lies above the ratio read")
+	assert.Greater(t, float64(size), 5*growth*77, "grows past the factor growth")
+	assert.InDelta(t, (20+margin*math.Sqrt(20*(1-pu)))/pu, float64(size), 1, "sized for the upper ratio")
+	assert.Less(t, float64(size), 20/p, "not for the ratio read")
+
+	// 60 live items among 77 after the streak: a cluster, whose end the
+	// partition's dense stretch follows.
+	s = streak()
+	s.observe(77, 60, 0, false, false)
+	assert.LessOrEqual(t, s.next(20), 40, "behind a cluster")
+}
