@@ -639,11 +639,13 @@ func (s *sizer) next(need int) int {
 		}
 	case s.lastRead > 0 && s.pending > 0:
 		// The streak may have been a cluster of tombstones before a denser
-		// stretch: grow by the factor growth at most, or to what a live
-		// ratio as high as upperRatio calls for, whichever is more (in a
-		// sparse partition, the live items read soon make that the larger).
+		// stretch: grow by the factor growth at most, or, when the last
+		// request ended in tombstones (its live items did not come last,
+		// as they do where a cluster just ended), to what a live ratio as
+		// high as upperRatio calls for, whichever is more (in a sparse
+		// partition, the live items read soon make that the larger).
 		limit := growth * float64(s.lastRead)
-		if pu := s.upperRatio(); pu < 1 {
+		if pu := s.upperRatio(); pu < 1 && s.tailDead {
 			limit = max(limit, (n+margin*math.Sqrt(n*(1-pu)))/pu)
 		}
 		size = min(size, max(n, limit))

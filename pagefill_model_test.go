@@ -429,7 +429,8 @@ func TestPageFillRemembersStretchLength(t *testing.T) {
 // cluster of tombstones from a sparse partition). The next request grows
 // past the factor growth to what a live ratio one standard deviation above
 // the one read calls for, and no further: not to what the ratio read
-// itself calls for. Behind a cluster, the same request stays small.
+// itself calls for. Behind a cluster, the same request stays small, and
+// where the live item came last, it grows by the factor growth alone.
 func TestSizerAfterAStreakInASparsePartition(t *testing.T) {
 	t.Parallel()
 	streak := func() *sizer {
@@ -453,4 +454,9 @@ func TestSizerAfterAStreakInASparsePartition(t *testing.T) {
 	s = streak()
 	s.observe(77, 60, 0, false, false)
 	assert.LessOrEqual(t, s.next(20), 40, "behind a cluster")
+	// The single live item was the last one read: a cluster may have just
+	// ended there, so the request grows by the factor growth alone.
+	s = streak()
+	s.observe(77, 1, 0, false, false)
+	assert.Equal(t, int(math.Ceil(growth*77)), s.next(20), "a live item last")
 }
