@@ -624,14 +624,11 @@ func (s *sizer) next(need int) int {
 			size = max(size, (growth-1)*float64(s.streak)+n)
 		}
 	case s.streak > 0:
-		rest := s.jumpRest()
-		if rest == 0 {
-			size = max(size, growth*float64(s.lastRead))
-		} else {
+		size = max(size, growth*float64(s.lastRead))
+		if rest := s.jumpRest(); rest > 0 {
 			// Earlier stretches without a live item were this long: read
 			// to where this one is expected to end, and on to what the
-			// page still needs (or only to the end: see toEnd), and no
-			// further: growing as well would read on into what follows.
+			// page still needs (or only to the end: see toEnd).
 			if s.toEnd {
 				n = 0
 			}
