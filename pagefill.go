@@ -576,26 +576,12 @@ func (s *sizer) judge() (live, read float64) {
 	return l, r + float64(s.pending)
 }
 
-// ratio is the expected live ratio.
-func (s *sizer) ratio() float64 {
-	live, read := s.live, s.read
-	if s.pending > 0 {
-		l, r := s.judge()
-		live, read = live+l, read+r
-	}
-	w, prior := min(s.weight, priorWeight), s.prior
-	if w == 0 {
-		prior, w = 1, 1 // optimistic: a first request asks for what the page needs
-	}
-	return (live + prior*w) / (read + w)
-}
-
-// upperRatio is a live ratio the partition most likely does not exceed: the
-// live items read (with the prior's) raised by upperZ standard deviations
-// of a Poisson count, over the items read. Sized for it, a request reads
-// past the page only when the ratio is that much above what was read.
-func (s *sizer) upperRatio() float64 {
-	live, read := s.live, s.read
+// counts returns the live and read items the expected live ratio rests
+// on: what the call read, the pending streak judged on what is known now,
+// and the prior's items (with no prior, one live item of one: optimistic,
+// so a first request asks for what the page needs).
+func (s *sizer) counts() (live, read float64) {
+	live, read = s.live, s.read
 	if s.pending > 0 {
 		l, r := s.judge()
 		live, read = live+l, read+r
@@ -604,7 +590,21 @@ func (s *sizer) upperRatio() float64 {
 	if w == 0 {
 		prior, w = 1, 1
 	}
-	live, read = live+prior*w, read+w
+	return live + prior*w, read + w
+}
+
+// ratio is the expected live ratio.
+func (s *sizer) ratio() float64 {
+	live, read := s.counts()
+	return live / read
+}
+
+// upperRatio is a live ratio the partition most likely does not exceed: the
+// live items counted raised by upperZ standard deviations of a Poisson
+// count, over the items read. Sized for it, a request reads past the page
+// only when the ratio is that much above what was read.
+func (s *sizer) upperRatio() float64 {
+	live, read := s.counts()
 	return min(1, (live+upperZ*math.Sqrt(live)+upperZ*upperZ)/read)
 }
 
