@@ -448,9 +448,10 @@ var itemDecoder = attributevalue.NewDecoder()
 // it could have produced the streak by chance (see runEvidence). A cluster
 // leaves the expected ratio as it was around it; a sparse stretch lowers it.
 // Until then, no request grows by more than the factor growth over the last,
-// or reads more than a live ratio one standard deviation above the one read
-// calls for (upperRatio), so a wrong guess costs little reading beyond the
-// page while a sparse partition is still read in a few requests.
+// so a wrong guess costs at most that much reading beyond the page, unless
+// the last request ended in tombstones: then it may grow to what a live ratio
+// about one standard deviation above the one read calls for (upperRatio),
+// so that a sparse partition is read in a few requests.
 //
 // It also remembers how long the stretches without a live item were (runLen,
 // from the call and the memo). Once a streak is too long to be chance at the
@@ -601,7 +602,8 @@ func (s *sizer) ratio() float64 {
 
 // upperRatio is a live ratio the partition most likely does not exceed: the
 // live items counted raised by upperZ standard deviations of a Poisson
-// count, over the items read. Sized for it, a request reads past the page
+// count, and by upperZ² more (so that a count of 0 or 1 is raised too),
+// over the items read. Sized for it, a request reads past the page
 // only when the ratio is that much above what was read.
 func (s *sizer) upperRatio() float64 {
 	live, read := s.counts()

@@ -601,7 +601,8 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 // read one past them to show that the shard holds no more before the page
 // ends. Once b is known, and unless the shard's last request found no live
 // entry, the request reads the number of 4 KB blocks whose expected cost is
-// least (cheapestBlocks). Else it asks for the quantile at the tail
+// least (cheapestBlocks, unless the shard may need more entries than it
+// weighs, or the sizing is whole or noFill). Else it asks for the quantile at the tail
 // probability, plus one, never more than the call still wants plus one, and
 // the shard's sizer turns live entries into a Limit through its expected
 // live ratio (growing it while the shard finds none). Every request costs
@@ -657,8 +658,10 @@ func (m *merger[T]) size(f shardFetch, want int, b float64) int {
 // caller then sizes from a tail probability). A request of k blocks reads the
 // n entries they hold, of which Y ~ Binomial(n, ratio) are live, and costs k
 // blocks; when the shard needs X+1 > Y live entries, a refill costs about the
-// blocks those take, plus round for the request and round more. The request
-// reads the k whose expected cost is least (the smallest on ties).
+// blocks those take plus round, the price of the request and round more. The
+// request reads the k whose expected cost is least (the smallest on ties).
+// The binomial law is computed in log space: a ratio a hair below 1 (a memo
+// that once saw a tombstone) would make (1-ratio)^n underflow.
 func cheapestBlocks(sz *sizer, mean float64, most int, b, round float64) int {
 	perBlock := 4096 / b
 	top := min(most, poissonQuantile(mean, 1e-4)+1) // fewer than 1 in 10,000 shards need more
@@ -675,6 +678,10 @@ func cheapestBlocks(sz *sizer, mean float64, most int, b, round float64) int {
 	}
 	upTo := sz.next(most) // never more than what the call still wants
 	bin := make([]float64, top+1)
+	refill := make([]float64, top+1)
+	for m := 1; m <= top; m++ {
+		refill[m] = math.Ceil(float64(m)/ratio/perBlock) + round
+	}
 	best, bestCost := 0, math.Inf(1)
 	first := max(1, int(math.Ceil(b/4096))) // the blocks one entry takes
 	for k := first; k < first+cheapestMaxBlocks; k++ {
@@ -682,23 +689,22 @@ func cheapestBlocks(sz *sizer, mean float64, most int, b, round float64) int {
 		// bin[y] is P(Y = y) for y < top; the refill needs x+1-y live
 		// entries more, which only y <= x < top leave.
 		clear(bin)
-		q := math.Pow(1-ratio, float64(n))
+		lq, odds := float64(n)*math.Log1p(-ratio), math.Log(ratio)-math.Log1p(-ratio)
 		for y := 0; y <= min(n, top); y++ {
-			bin[y] = q
+			bin[y] = math.Exp(lq)
 			if ratio == 1 {
 				bin[y] = 0
 				if y == n {
 					bin[y] = 1
 				}
 			} else {
-				q *= float64(n-y) / float64(y+1) * ratio / (1 - ratio)
+				lq += math.Log(float64(n-y)/float64(y+1)) + odds
 			}
 		}
 		cost := float64(k)
 		for x := range top {
 			for y := 0; y <= x && y <= n; y++ {
-				more := float64(x + 1 - y)
-				cost += pmf[x] * bin[y] * (math.Ceil(more/ratio/perBlock) + round)
+				cost += pmf[x] * bin[y] * refill[x+1-y]
 			}
 		}
 		if cost < bestCost {

@@ -294,4 +294,11 @@ func TestCheapestBlocks(t *testing.T) {
 	assert.Positive(t, cheapestBlocks(sizer(0, 100000), 1, 21, 200, 1.5))
 	assert.Positive(t, cheapestBlocks(sizer(100, 100), 1, 21, 400*1024, 1.5))
 	assert.Positive(t, cheapestBlocks(sizer(0, 0), 1, 21, 1000, 1.5))
+	// A live ratio a hair below 1 (a memo that saw one tombstone long ago)
+	// sizes as a ratio of 1 does: (1-ratio)^n must not underflow to a law
+	// that never needs a refill.
+	almost := sizer(0, 0)
+	almost.prior, almost.weight = 1-1e-12, priorWeight
+	require.Less(t, almost.ratio(), 1.0)
+	assert.Equal(t, cheapestBlocks(sizer(100, 100), 38, 1000, 133, 1.5), cheapestBlocks(almost, 38, 1000, 133, 1.5))
 }
