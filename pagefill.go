@@ -615,7 +615,7 @@ func (s *sizer) next(need int) int {
 	need = min(need, maxRequestItems)
 	p := max(s.ratio(), 1.0/maxRequestItems)
 	n := float64(need)
-	size := (n + margin*math.Sqrt(n*(1-p))) / p
+	size := sizeFor(n, p)
 	switch {
 	case s.streak > 0 && s.jumped:
 		// The jump found no live item. Sized to the stretch's end (toEnd),
@@ -644,8 +644,10 @@ func (s *sizer) next(need int) int {
 		// high as upperRatio calls for, whichever is more (in a sparse
 		// partition, the live items read soon make that the larger).
 		limit := growth * float64(s.lastRead)
-		if pu := s.upperRatio(); pu < 1 && s.tailDead {
-			limit = max(limit, (n+margin*math.Sqrt(n*(1-pu)))/pu)
+		if s.tailDead {
+			if pu := s.upperRatio(); pu < 1 {
+				limit = max(limit, sizeFor(n, pu))
+			}
 		}
 		size = min(size, max(n, limit))
 	}
@@ -656,6 +658,12 @@ func (s *sizer) next(need int) int {
 		size = max(size, math.Floor(units*4096/b))
 	}
 	return max(need, int(min(math.Ceil(size), maxRequestItems)))
+}
+
+// sizeFor is how many items bring n live ones at the live ratio p: the
+// negative binomial's mean, plus margin standard deviations.
+func sizeFor(n, p float64) float64 {
+	return (n + margin*math.Sqrt(n*(1-p))) / p
 }
 
 // observe takes in a response: items read, items returned (live), read

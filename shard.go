@@ -682,22 +682,22 @@ func cheapestBlocks(sz *sizer, mean float64, most int, b, round float64) int {
 	for m := 1; m <= top; m++ {
 		refill[m] = math.Ceil(float64(m)/ratio/perBlock) + round
 	}
+	odds := math.Log(ratio) - math.Log1p(-ratio)
 	best, bestCost := 0, math.Inf(1)
 	first := max(1, int(math.Ceil(b/4096))) // the blocks one entry takes
 	for k := first; k < first+cheapestMaxBlocks; k++ {
 		n := max(1, min(int(float64(k)*perBlock), upTo))
-		// bin[y] is P(Y = y) for y < top; the refill needs x+1-y live
+		// bin[y] is P(Y = y) for y <= top; the refill needs x+1-y live
 		// entries more, which only y <= x < top leave.
 		clear(bin)
-		lq, odds := float64(n)*math.Log1p(-ratio), math.Log(ratio)-math.Log1p(-ratio)
-		for y := 0; y <= min(n, top); y++ {
-			bin[y] = math.Exp(lq)
-			if ratio == 1 {
-				bin[y] = 0
-				if y == n {
-					bin[y] = 1
-				}
-			} else {
+		if ratio == 1 {
+			if n <= top {
+				bin[n] = 1
+			}
+		} else {
+			lq := float64(n) * math.Log1p(-ratio)
+			for y := 0; y <= min(n, top); y++ {
+				bin[y] = math.Exp(lq)
 				lq += math.Log(float64(n-y)/float64(y+1)) + odds
 			}
 		}
