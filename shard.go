@@ -550,7 +550,7 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 	sizes := make([]int, len(fetch))
 	b := m.itemBytes()
 	for j, f := range fetch {
-		sizes[j] = m.size(f, want, b)
+		sizes[j] = m.limit(f, want, b)
 	}
 	errs := make([]error, len(fetch))
 	sem := make(chan struct{}, m.fanout)
@@ -590,6 +590,21 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 		}
 	}
 	return nil
+}
+
+// limit is the Limit of request f (0: none): its size, and one more when
+// the shard's first request of an ascending call may return the range's
+// excluded lower bound (see shardPlan.after), which the merge drops. The
+// one shard that holds that entry thus reads past it, so every shard that
+// has more has evaluated past where the call began after one round, and a
+// call that a cap stops after that round still makes progress (see
+// evaluated) whatever the sizing.
+func (m *merger[T]) limit(f shardFetch, want int, b float64) int {
+	n := m.size(f, want, b)
+	if n > 0 && !m.desc && m.p.shard.after != "" && !m.streams[f.shard].sent {
+		n++
+	}
+	return n
 }
 
 // size is the Limit of request f (0: none, when the call wants all there
@@ -727,7 +742,7 @@ const (
 // firstLimit is the Limit of shard i's first request in a call that wants
 // want entries, as round sends it.
 func (m *merger[T]) firstLimit(i, want int) int {
-	return m.size(shardFetch{shard: i, expected: float64(want) / float64(max(1, len(m.streams)))}, want, m.itemBytes())
+	return m.limit(shardFetch{shard: i, expected: float64(want) / float64(max(1, len(m.streams)))}, want, m.itemBytes())
 }
 
 // poissonQuantile returns the least k with P(X <= k) >= 1-tail for X

@@ -1074,6 +1074,77 @@ func TestShardedShapesBare(t *testing.T) {
 	}
 }
 
+// TestShardedCapAfterLongestKey: sort keys of DynamoDB's full 1,024 bytes,
+// read one item a call on a sharded index under a cap of one round, each
+// call on a Table that has not read the index before (so every shard's
+// first request asks for one entry). A call that starts after such a key,
+// under a condition with an upper bound, cannot exclude it in the key
+// condition (BETWEEN takes inclusive bounds, and the next key is too long):
+// the shard that holds it reads it again and the merge drops it. Every call must still return an item or a
+// cursor that moves on, and the calls together the whole partition.
+func TestShardedCapAfterLongestKey(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := ddbtest.Client(t)
+	names := shxTables(t)
+	w, err := ddbindex.New[shxBare](c, names)
+	require.NoError(t, err)
+	for _, in := range schema.CreateTableInputs(w, false) {
+		ddbtest.CreateTable(t, c, in)
+	}
+	long := strings.Repeat("x", 1020)
+	kinds := []string{long, long[:1019] + "y", long[:1019] + "z"}
+	id := func(it shxBare) string { return shxEvID(it.Tenant, it.Seq) }
+	var want []string
+	for k := range kinds {
+		for seq := int64(10 + k); seq < 40; seq += 3 {
+			it := shxBare{Tenant: "t", Seq: seq, Feed: "f", Kind: kinds[k], Body: "1"}
+			_, err := w.Put(ctx, it)
+			require.NoError(t, err)
+			want = append(want, id(it))
+		}
+	}
+	// Lt("y") holds every entry; Gt drops the first, and its bound, too
+	// long to exclude, is the range's lower end in either order.
+	for _, cond := range []struct {
+		name string
+		sc   ddbindex.SortCondition
+		skip int
+	}{{"< y", ddbindex.Lt("y"), 0}, {"> first", ddbindex.Gt(long, int64(10)), 1}} {
+		for _, desc := range []bool{false, true} {
+			label := fmt.Sprintf("%s desc=%t", cond.name, desc)
+			var got []string
+			cursor := ""
+			for calls := 0; ; calls++ {
+				require.Less(t, calls, 10*len(want), "%s: capped calls do not end", label)
+				cold, err := ddbindex.New[shxBare](c, names)
+				require.NoError(t, err)
+				q := cold.Query("mine16", "t").Where(cond.sc).Limit(1).MaxReadUnits(0.5)
+				if desc {
+					q = q.Desc()
+				}
+				p, err := q.After(cursor).Page(ctx)
+				if err != nil {
+					require.ErrorIs(t, err, ddbindex.ErrCapReached)
+					require.True(t, len(p.Items) > 0 || p.Cursor != cursor, "%s call %d: a capped call returns nothing and the cursor it was given", label, calls)
+				}
+				for _, it := range p.Items {
+					got = append(got, id(it))
+				}
+				if p.Cursor == "" {
+					break
+				}
+				cursor = p.Cursor
+			}
+			expect := slices.Clone(want[cond.skip:])
+			if desc {
+				slices.Reverse(expect)
+			}
+			require.Equal(t, expect, got, label)
+		}
+	}
+}
+
 // TestShardedCapsThroughTombstones: a call that MaxReadUnits stops before
 // it has an item to return, because the shards' first requests found only
 // tombstones, still returns a cursor past them (the entries every shard has
