@@ -520,16 +520,18 @@ type shardSizing struct {
 	onRound func(requests int)
 }
 
-// defaultShardSizing is the sizing of every Table's merges. Later requests
-// cost one round trip more, so they aim higher than first ones. Entries of
-// 2 KB or more fill a read unit each: asking for fewer keeps warm pages
-// within 1.25x the read units of a merge that knows every shard's entries,
-// for about one round more. Chosen with TestShardedPageCostModel and
-// BenchmarkShardedSizing. The block-cost sizing (roundBlocks) is not the
-// default: with it, a call that MaxReadUnits stops after one round can end
-// with nothing merged and no position every shard has passed, so it returns
-// the cursor it was given (TestShardedShapesBare found it).
-var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4}
+// defaultShardSizing is the sizing of every Table's merges. Once the
+// entries' size is known, each request reads the blocks whose expected cost,
+// a refill priced at its blocks and one and a half blocks more, is least
+// (cheapestBlocks): warm pages stay within 1.25x the read units of a merge
+// that knows every shard's entries, tombstones or not. Before that (page 1
+// of a Table that has not read the partition), and for shards that may
+// need more entries than cheapestBlocks weighs, tails size the requests:
+// later requests cost one round trip more, so they aim higher than first
+// ones, and entries of 2 KB or more, a read unit each, are asked for
+// sparingly. Chosen with TestShardedPageCostModel and
+// BenchmarkShardedSizing.
+var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4, roundBlocks: 1.5}
 
 // round sends the requests fetch lists, at most fanout at a time, for a
 // call that wants want entries (0: all there are). The first blocked ones
