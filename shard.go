@@ -270,6 +270,9 @@ type merger[T any] struct {
 	memo    bool                            // see newPager
 	bytes   float64                         // the memo's entry size (0: none)
 	sizing  shardSizing
+	// basePrior and baseWeight are the memo's live ratio and its weight
+	// in items, as each shard's sizer started with (weight 0: none).
+	basePrior, baseWeight float64
 }
 
 // newMerger starts the shards' page fills of a query of a sharded index.
@@ -280,6 +283,7 @@ func newMerger[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Op
 	}
 	if memo {
 		m.bytes = q.t.memo.itemBytes(p.memoKey)
+		m.basePrior, m.baseWeight = q.t.memo.get(p.memoKey)
 	}
 	if m.fanout <= 0 {
 		m.fanout = defaultShardFanout
@@ -310,13 +314,53 @@ func (m *merger[T]) stats() Stats {
 	return s
 }
 
-// remember passes each shard's evidence, and the entries' size, to later
-// calls.
-func (m *merger[T]) remember() {
+// pool gives each shard's sizer, as its prior, the live ratio of what
+// every other shard has read in the call, with the memo's: a stable hash
+// spreads tombstones over the shards as evenly as live entries, so what the
+// others read says more about a shard's next entries than its own few.
+func (m *merger[T]) pool() {
+	var live, read float64
 	for _, st := range m.streams {
-		st.pg.remember()
+		l, r := st.pg.size.evidence()
+		live, read = live+l, read+r
 	}
-	if b := m.itemBytes(); m.memo && b > 0 && b != m.bytes {
+	for _, st := range m.streams {
+		sz := &st.pg.size
+		l, r := sz.evidence()
+		ol, or := live-l+m.basePrior*m.baseWeight, read-r+m.baseWeight
+		if m.baseWeight == 0 {
+			ol, or = ol+1, or+1 // as a sizer without a prior counts
+		}
+		sz.prior, sz.weight = ol/or, or
+	}
+}
+
+// remember passes what the shards read to later calls, as one call's
+// evidence: the live ratio over every shard's entries, the mean length of
+// the stretches without a live entry they crossed, and the entries' size.
+// (Passed shard by shard, each would halve the weight of those before it,
+// and the memo would hold the last few shards' ratio.)
+func (m *merger[T]) remember() {
+	if !m.memo {
+		return
+	}
+	var live, read, runLen float64
+	runs := 0
+	for _, st := range m.streams {
+		l, r := st.pg.size.evidence()
+		live, read = live+l, read+r
+		if n := st.pg.size.runs; n > 0 {
+			runLen += st.pg.size.runLen * float64(n)
+			runs += n
+		}
+	}
+	if read > 0 {
+		m.q.t.memo.put(m.p.memoKey, live, read)
+	}
+	if runs > 0 {
+		m.q.t.memo.putRunLen(m.p.memoKey, runLen/float64(runs))
+	}
+	if b := m.itemBytes(); b > 0 && b != m.bytes {
 		m.q.t.memo.putItemBytes(m.p.memoKey, b)
 	}
 }
@@ -510,6 +554,13 @@ type shardSizing struct {
 	// shard's need and, when it falls short, the blocks of the refill and
 	// roundBlocks more for the extra request (see cheapestBlocks).
 	roundBlocks float64
+	// probe: while the entries' size is unknown, a round that asks several
+	// shards for a part of a page sends one request first, and sizes the
+	// others from the entries it returns.
+	probe bool
+	// noPool: each shard's sizer rests on its own entries and the memo
+	// alone, not on what the other shards read (see pool).
+	noPool      bool
 	noFill      bool // requests do not fill the 4 KB blocks they pay for
 	noLookahead bool // a round asks the blocked shards alone
 	// whole: every request asks for all the call still wants (and one
@@ -531,7 +582,7 @@ type shardSizing struct {
 // ones, and entries of 2 KB or more, a read unit each, are asked for
 // sparingly. Chosen with TestShardedPageCostModel and
 // BenchmarkShardedSizing.
-var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4, roundBlocks: 1.5}
+var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4, roundBlocks: 1.5, probe: true}
 
 // round sends the requests fetch lists, at most fanout at a time, for a
 // call that wants want entries (0: all there are). The first blocked ones
@@ -544,13 +595,33 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 		}
 		fetch = fetch[:blocked]
 	}
+	b := m.itemBytes()
+	if b == 0 && want > 0 && len(fetch) > 1 && m.sizing.probe {
+		// Nothing tells the entries' size yet (page 1 of a Table that has
+		// not read the partition): one request shows it, and the others
+		// read the blocks it makes cheapest instead of a share sized
+		// blind. It costs a round trip, and no request.
+		if err := m.send(ctx, fetch[:1], want, b); err != nil {
+			return err
+		}
+		fetch, b = fetch[1:], m.itemBytes()
+	}
+	return m.send(ctx, fetch, want, b)
+}
+
+// send sends the requests fetch lists, concurrently (at most fanout at a
+// time), for a call that wants want entries, where entries are about b
+// bytes (0: unknown).
+func (m *merger[T]) send(ctx context.Context, fetch []shardFetch, want int, b float64) error {
 	if m.sizing.onRound != nil {
 		m.sizing.onRound(len(fetch))
+	}
+	if !m.sizing.noPool {
+		m.pool()
 	}
 	// The sizes read the shards' sizers, which the requests update: all
 	// are chosen before any is sent.
 	sizes := make([]int, len(fetch))
-	b := m.itemBytes()
 	for j, f := range fetch {
 		sizes[j] = m.limit(f, want, b)
 	}

@@ -302,3 +302,35 @@ func TestCheapestBlocks(t *testing.T) {
 	require.Less(t, almost.ratio(), 1.0)
 	assert.Equal(t, cheapestBlocks(sizer(100, 100), 38, 1000, 133, 1.5), cheapestBlocks(almost, 38, 1000, 133, 1.5))
 }
+
+// TestShardEvidencePooled: before a round, each shard's sizer takes as its
+// prior what the other shards read in the call, with the memo's ratio (or,
+// with none, the optimistic one live entry of one a sizer starts with); a
+// merge passes one ratio, over every shard, to later calls.
+func TestShardEvidencePooled(t *testing.T) {
+	tb := &Table[struct{}]{memo: &memo{}}
+	stream := func(live, read float64, runs int, runLen float64) *shardStream[struct{}] {
+		st := &shardStream[struct{}]{pg: &pager[struct{}]{}}
+		st.pg.size.live, st.pg.size.read = live, read
+		st.pg.size.runs, st.pg.size.runLen = runs, runLen
+		return st
+	}
+	m := &merger[struct{}]{q: Query[struct{}]{t: tb}, p: &plan{memoKey: "k"}, memo: true,
+		streams: []*shardStream[struct{}]{stream(1, 10, 0, 0), stream(5, 10, 1, 30), stream(9, 10, 3, 10)}}
+	m.pool()
+	assert.InDelta(t, 15.0/21, m.streams[0].pg.size.prior, 1e-12)
+	assert.InDelta(t, 21.0, m.streams[0].pg.size.weight, 1e-12)
+	assert.InDelta(t, 7.0/21, m.streams[2].pg.size.prior, 1e-12)
+	// With the memo's ratio, the others' entries add to its items.
+	m.basePrior, m.baseWeight = 0.5, 40
+	m.pool()
+	assert.InDelta(t, (14+20)/60.0, m.streams[0].pg.size.prior, 1e-12)
+	assert.InDelta(t, 60.0, m.streams[0].pg.size.weight, 1e-12)
+
+	m.remember()
+	ratio, weight := tb.memo.get("k")
+	assert.InDelta(t, 15.0/30, ratio, 1e-12)
+	assert.InDelta(t, 30.0, weight, 1e-12)
+	// The stretches' mean length, weighed by how many each shard crossed.
+	assert.InDelta(t, (30+3*10)/4.0, tb.memo.runLen("k"), 1e-12)
+}

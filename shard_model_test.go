@@ -418,11 +418,19 @@ func TestShardedPageCostModel(t *testing.T) {
 			assert.GreaterOrEqual(t, warm.units, warm.oracle-1e-9, where)
 			// Entries of 2 KB or more are asked for sparingly, for a round
 			// more (see defaultShardSizing).
+			// Tombstones call for a refill more often.
 			big := float64(f.size) >= defaultShardSizing.bigBytes
-			assert.LessOrEqual(t, float64(warm.rounds)/w, map[bool]float64{false: 2.5, true: 3.5}[big], "%s: rounds", where)
+			rounds := map[bool]float64{false: 2.5, true: 3.5}[big]
+			if f.density > 0 {
+				rounds = 3
+			}
+			assert.LessOrEqual(t, float64(warm.rounds)/w, rounds, "%s: rounds", where)
 			// Warm pages stay within 1.25x the oracle's read units,
-			// tombstones or not.
+			// tombstones or not; page 1 on a Table that has not read the
+			// feed within 1.3x (its first request shows the entries' size
+			// to the others; 4 KB entries at S=16 measure 1.252x).
 			assert.LessOrEqual(t, warm.units, 1.25*warm.oracle, "%s: read units", where)
+			assert.LessOrEqual(t, cold.units, 1.3*cold.oracle, "%s: read units of page 1 cold", where)
 			if f.density > 0 {
 				continue
 			}
@@ -459,6 +467,8 @@ func BenchmarkShardedSizing(b *testing.B) {
 	}{
 		{"default", defaultShardSizing},
 		{"tails-only", with(func(s *shardSizing) { s.roundBlocks = 0 })},
+		{"no-probe", with(func(s *shardSizing) { s.probe = false })},
+		{"no-pool", with(func(s *shardSizing) { s.noPool = true })},
 		{"round-1", with(func(s *shardSizing) { s.roundBlocks = 1 })},
 		{"round-3", with(func(s *shardSizing) { s.roundBlocks = 3 })},
 		{"no-lookahead", with(func(s *shardSizing) { s.noLookahead = true })},
