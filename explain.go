@@ -91,10 +91,10 @@ type Request struct {
 	// Shards are, for a sharded index (shards= in its IndexSpec), the
 	// first request to every shard, in shard order: alike but for the
 	// partition key value (and their Limits). Input is Shards[0]. Nil for
-	// an index that is not sharded. While the Table does not know the
-	// entries' size (it has not read the partition), a page sends
-	// Shards[0] alone first and sizes the others' Limits from the entries
-	// it returns: theirs here are sized without them.
+	// an index that is not sharded. While the Table has read no live
+	// entry of the partition, so that the entries' size is unknown, a page
+	// sends Shards[0] alone first and sizes the others' Limits from the
+	// entries it returns: theirs here are sized without them.
 	Shards []*dynamodb.QueryInput
 }
 

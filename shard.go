@@ -273,6 +273,7 @@ type merger[T any] struct {
 	// basePrior and baseWeight are the memo's live ratio and its weight
 	// in items, as each shard's sizer started with (weight 0: none).
 	basePrior, baseWeight float64
+	probed                bool // a request was sent alone to learn the entries' size (see round)
 }
 
 // newMerger starts the shards' page fills of a query of a sharded index.
@@ -327,8 +328,10 @@ func (m *merger[T]) pool() {
 	for _, st := range m.streams {
 		sz := &st.pg.size
 		l, r := sz.evidence()
-		ol, or := live-l+m.basePrior*m.baseWeight, read-r+m.baseWeight
-		if m.baseWeight == 0 {
+		// The memo's weight is capped as a sizer caps its prior's.
+		w := min(m.baseWeight, priorWeight)
+		ol, or := live-l+m.basePrior*w, read-r+w
+		if w == 0 {
 			ol, or = ol+1, or+1 // as a sizer without a prior counts
 		}
 		sz.prior, sz.weight = ol/or, or
@@ -567,7 +570,8 @@ type shardSizing struct {
 	// more), as a merge that knows nothing of the spread would: the
 	// baseline BenchmarkShardedPage measures the sizing against.
 	whole bool
-	// onRound, if set, is called before each round with its requests.
+	// onRound, if set, is called before each send of concurrent requests
+	// (a round that probes sends twice) with their number.
 	onRound func(requests int)
 }
 
@@ -575,9 +579,10 @@ type shardSizing struct {
 // entries' size is known, each request reads the blocks whose expected cost,
 // a refill priced at its blocks and one and a half blocks more, is least
 // (cheapestBlocks): warm pages stay within 1.25x the read units of a merge
-// that knows every shard's entries, tombstones or not. Before that (page 1
-// of a Table that has not read the partition), and for shards that may
-// need more entries than cheapestBlocks weighs, tails size the requests:
+// that knows every shard's entries, tombstones or not. Before that (while
+// the Table has read no live entry of the partition; see probe), for
+// shards inside a stretch of tombstones, and for shards that may need more
+// entries than cheapestBlocks weighs, tails size the requests:
 // later requests cost one round trip more, so they aim higher than first
 // ones, and entries of 2 KB or more, a read unit each, are asked for
 // sparingly. Chosen with TestShardedPageCostModel and
@@ -596,11 +601,13 @@ func (m *merger[T]) round(ctx context.Context, fetch []shardFetch, blocked, want
 		fetch = fetch[:blocked]
 	}
 	b := m.itemBytes()
-	if b == 0 && want > 0 && len(fetch) > 1 && m.sizing.probe {
-		// Nothing tells the entries' size yet (page 1 of a Table that has
-		// not read the partition): one request shows it, and the others
-		// read the blocks it makes cheapest instead of a share sized
-		// blind. It costs a round trip, and no request.
+	if b == 0 && want > 0 && len(fetch) > 1 && m.sizing.probe && m.memo && !m.probed {
+		// Nothing tells the entries' size yet (the Table has not read a
+		// live entry of the partition): one request may show it, and the
+		// others then read the blocks it makes cheapest instead of a share
+		// sized blind. It costs a round trip, and no request; once a call
+		// (Exists, which stops at the first live entry, goes without).
+		m.probed = true
 		if err := m.send(ctx, fetch[:1], want, b); err != nil {
 			return err
 		}

@@ -327,6 +327,12 @@ func TestShardEvidencePooled(t *testing.T) {
 	assert.InDelta(t, (14+20)/60.0, m.streams[0].pg.size.prior, 1e-12)
 	assert.InDelta(t, 60.0, m.streams[0].pg.size.weight, 1e-12)
 
+	// The memo's weight counts for at most priorWeight items.
+	m.baseWeight = 10 * priorWeight
+	m.pool()
+	assert.InDelta(t, (14+0.5*priorWeight)/(20+priorWeight), m.streams[0].pg.size.prior, 1e-12)
+	assert.InDelta(t, 20+priorWeight, m.streams[0].pg.size.weight, 1e-12)
+
 	m.remember()
 	ratio, weight := tb.memo.get("k")
 	assert.InDelta(t, 15.0/30, ratio, 1e-12)

@@ -1104,8 +1104,10 @@ func TestShardedCapAfterLongestKey(t *testing.T) {
 			want = append(want, id(it))
 		}
 	}
-	// Lt("y") holds every entry; Gt drops the first, and its bound, too
-	// long to exclude, is the range's lower end in either order.
+	// Lt("y") holds every entry, and its upper bound makes the range read
+	// after a cursor a BETWEEN. Gt drops the first entry; descending, a
+	// cursor's upper bound makes its bound, too long to exclude, the lower
+	// end of a BETWEEN, whose entry the merge drops.
 	for _, cond := range []struct {
 		name string
 		sc   ddbindex.SortCondition
