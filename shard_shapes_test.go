@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
@@ -464,6 +465,17 @@ func shxTables(t *testing.T, optFns ...func(*ddbindex.Options)) func(*ddbindex.O
 	}
 }
 
+// shxCreate creates the tables of T under names and returns a Table of T
+// on them.
+func shxCreate[T any](t *testing.T, c *dynamodb.Client, names func(*ddbindex.Options)) *ddbindex.Table[T] {
+	w, err := ddbindex.New[T](c, names)
+	require.NoError(t, err)
+	for _, in := range schema.CreateTableInputs(w, false) {
+		ddbtest.CreateTable(t, c, in)
+	}
+	return w
+}
+
 // shxPlain makes a Table mint cursors without a next position, so that
 // every page starts strictly after the last item of the one before.
 func shxPlain(o *ddbindex.Options) { o.PlainCursors = true }
@@ -481,11 +493,7 @@ func TestShardedShapesGSI(t *testing.T) {
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	names := shxTables(t)
-	w, err := ddbindex.New[shxEv](c, names)
-	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(w, false) {
-		ddbtest.CreateTable(t, c, in)
-	}
+	w := shxCreate[shxEv](t, c, names)
 	wp, err := ddbindex.New[shxEv](c, names, shxPlain)
 	require.NoError(t, err)
 	v, err := ddbindex.New[shxEvView](c, names)
@@ -669,11 +677,7 @@ func TestShardedShapesPartitions(t *testing.T) {
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	names := shxTables(t)
-	w, err := ddbindex.New[shxReg](c, names)
-	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(w, false) {
-		ddbtest.CreateTable(t, c, in)
-	}
+	w := shxCreate[shxReg](t, c, names)
 	wp, err := ddbindex.New[shxReg](c, names, shxPlain)
 	require.NoError(t, err)
 	v, err := ddbindex.New[shxRegView](c, names)
@@ -792,11 +796,7 @@ func TestShardedShapesIndexTable(t *testing.T) {
 	c := ddbtest.Client(t)
 	through := ddbtest.Has(ddbtest.Transactions)
 	names := shxTables(t, func(o *ddbindex.Options) { o.WriteThrough = through })
-	w, err := ddbindex.New[shxTab](c, names)
-	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(w, false) {
-		ddbtest.CreateTable(t, c, in)
-	}
+	w := shxCreate[shxTab](t, c, names)
 	wp, err := ddbindex.New[shxTab](c, names, shxPlain)
 	require.NoError(t, err)
 	v, err := ddbindex.New[shxTabView](c, names)
@@ -939,13 +939,9 @@ func TestShardedShapesBare(t *testing.T) {
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	names := shxTables(t)
-	w, err := ddbindex.New[shxBare](c, names)
-	require.NoError(t, err)
+	w := shxCreate[shxBare](t, c, names)
 	wp, err := ddbindex.New[shxBare](c, names, shxPlain)
 	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(w, false) {
-		ddbtest.CreateTable(t, c, in)
-	}
 	seed := shxSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0xba7e))
 	tenants := []string{"t", "t#", "t$", "ü"}
@@ -1080,18 +1076,15 @@ func TestShardedShapesBare(t *testing.T) {
 // first request asks for one entry). A call that starts after such a key,
 // under a condition with an upper bound, cannot exclude it in the key
 // condition (BETWEEN takes inclusive bounds, and the next key is too long):
-// the shard that holds it reads it again and the merge drops it. Every call must still return an item or a
-// cursor that moves on, and the calls together the whole partition.
+// the shard that holds it reads it again and the merge drops it. Every call
+// must still return an item or a cursor that moves on, and the calls
+// together the whole partition.
 func TestShardedCapAfterLongestKey(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	names := shxTables(t)
-	w, err := ddbindex.New[shxBare](c, names)
-	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(w, false) {
-		ddbtest.CreateTable(t, c, in)
-	}
+	w := shxCreate[shxBare](t, c, names)
 	long := strings.Repeat("x", 1020)
 	kinds := []string{long, long[:1019] + "y", long[:1019] + "z"}
 	id := func(it shxBare) string { return shxEvID(it.Tenant, it.Seq) }
@@ -1159,11 +1152,7 @@ func TestShardedCapsThroughTombstones(t *testing.T) {
 	ctx := t.Context()
 	c := ddbtest.Client(t)
 	names := shxTables(t)
-	w, err := ddbindex.New[shItem](c, names)
-	require.NoError(t, err)
-	for _, in := range schema.CreateTableInputs(w, false) {
-		ddbtest.CreateTable(t, c, in)
-	}
+	w := shxCreate[shItem](t, c, names)
 	var want []string
 	for i := range 300 {
 		it := shItem{ID: fmt.Sprintf("c%03d", i), Feed: "f", Status: "open", At: int64(i)}
