@@ -141,7 +141,8 @@ func shxRead[T any](t *testing.T, ctx context.Context, q ddbindex.Query[T], id f
 	return shxReadN(t, ctx, q, id, limit, after, 2000)
 }
 
-// shxReadN reads at most n pages of q.
+// shxReadN reads at most n pages of q (and the page after them, which
+// shows whether the last of them leads to more: see shxRead).
 func shxReadN[T any](t *testing.T, ctx context.Context, q ddbindex.Query[T], id func(T) string, limit int, after string, n int) []shPage {
 	t.Helper()
 	var pages []shPage
@@ -159,9 +160,14 @@ func shxReadN[T any](t *testing.T, ctx context.Context, q ddbindex.Query[T], id 
 			pages[len(pages)-1].More = false
 			return pages
 		}
+		if len(pages) == n {
+			// This page after the n read showed whether the last of them
+			// leads to more, as it does when the read goes on.
+			return pages
+		}
 		pages = append(pages, shPage{IDs: ids, More: p.Cursor != ""})
 		require.Less(t, len(pages), 2000, "pages do not end")
-		if p.Cursor == "" || len(pages) == n {
+		if p.Cursor == "" {
 			return pages
 		}
 		cursor = p.Cursor
