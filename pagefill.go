@@ -579,19 +579,27 @@ func (s *sizer) judge() (live, read float64) {
 
 // counts returns the live and read items the expected live ratio rests
 // on: what the call read, the pending streak judged on what is known now,
-// and the prior's items (with no prior, one live item of one: optimistic,
-// so a first request asks for what the page needs).
+// and the prior's items (see priorCounts: with no prior, one live item of
+// one, optimistic, so a first request asks for what the page needs).
 func (s *sizer) counts() (live, read float64) {
 	live, read = s.live, s.read
 	if s.pending > 0 {
 		l, r := s.judge()
 		live, read = live+l, read+r
 	}
-	w, prior := min(s.weight, priorWeight), s.prior
+	pl, pr := priorCounts(s.prior, s.weight)
+	return live + pl, read + pr
+}
+
+// priorCounts returns the live and read items a prior ratio of weight
+// items counts for: at most priorWeight items, and with no prior (weight
+// 0) one live item of one.
+func priorCounts(prior, weight float64) (live, read float64) {
+	w := min(weight, priorWeight)
 	if w == 0 {
-		prior, w = 1, 1
+		return 1, 1
 	}
-	return live + prior*w, read + w
+	return prior * w, w
 }
 
 // ratio is the expected live ratio.

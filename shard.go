@@ -316,26 +316,28 @@ func (m *merger[T]) stats() Stats {
 }
 
 // pool gives each shard's sizer, as its prior, the live ratio of what
-// every other shard has read in the call, with the memo's: a stable hash
+// every other shard has read in the call, with the memo's counted as a
+// sizer counts its prior (priorCounts): a stable hash
 // spreads tombstones over the shards as evenly as live entries, so what the
 // others read says more about a shard's next entries than its own few.
 func (m *merger[T]) pool() {
-	var live, read float64
+	live, read := m.evidence()
+	bl, br := priorCounts(m.basePrior, m.baseWeight)
+	for _, st := range m.streams {
+		sz := &st.pg.size
+		l, r := sz.evidence()
+		ol, or := live-l+bl, read-r+br
+		sz.prior, sz.weight = ol/or, or
+	}
+}
+
+// evidence sums the shards' evidence of the live ratio in the call.
+func (m *merger[T]) evidence() (live, read float64) {
 	for _, st := range m.streams {
 		l, r := st.pg.size.evidence()
 		live, read = live+l, read+r
 	}
-	for _, st := range m.streams {
-		sz := &st.pg.size
-		l, r := sz.evidence()
-		// The memo's weight is capped as a sizer caps its prior's.
-		w := min(m.baseWeight, priorWeight)
-		ol, or := live-l+m.basePrior*w, read-r+w
-		if w == 0 {
-			ol, or = ol+1, or+1 // as a sizer without a prior counts
-		}
-		sz.prior, sz.weight = ol/or, or
-	}
+	return live, read
 }
 
 // remember passes what the shards read to later calls, as one call's
@@ -347,11 +349,10 @@ func (m *merger[T]) remember() {
 	if !m.memo {
 		return
 	}
-	var live, read, runLen float64
+	live, read := m.evidence()
+	var runLen float64
 	runs := 0
 	for _, st := range m.streams {
-		l, r := st.pg.size.evidence()
-		live, read = live+l, read+r
 		if n := st.pg.size.runs; n > 0 {
 			runLen += st.pg.size.runLen * float64(n)
 			runs += n
