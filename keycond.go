@@ -384,14 +384,7 @@ func (d *layout) multiTerms(kc *keyCond, c SortCondition) (*keyCond, error) {
 		if prefix != "" {
 			t := keyCond{attr: k.attrs[n-1].attr, op: opBeginsWith, oa: prefix, a: &types.AttributeValueMemberS{Value: prefix}}
 			if k.attrs[n-1].scalar == types.ScalarAttributeTypeB {
-				// The expression builder sends a begins_with prefix as a
-				// String. The Binary values that begin with p are those
-				// from p to p followed by bytes 0xFF up to the size limit.
-				hi := append([]byte(prefix), make([]byte, max(0, maxSortKeyBytes-len(prefix)))...)
-				for i := len(prefix); i < len(hi); i++ {
-					hi[i] = 0xFF
-				}
-				t.op, t.a, t.b = opBetween, &types.AttributeValueMemberB{Value: []byte(prefix)}, &types.AttributeValueMemberB{Value: hi}
+				binaryPrefix(&t)
 			}
 			if len(prefix) > maxSortKeyBytes {
 				return nil, queryErr(d.name, "the begins_with prefix for %s is %d bytes, over DynamoDB's %d-byte limit for a sort key value", t.attr, len(prefix), maxSortKeyBytes)
@@ -512,16 +505,33 @@ func (d *layout) beginsWith(kc *keyCond, values []any) (*keyCond, error) {
 		return nil, nil // every key begins with ""
 	}
 	kc.a = &types.AttributeValueMemberS{Value: kc.oa}
-	if k.scalar == types.ScalarAttributeTypeB {
-		kc.a = &types.AttributeValueMemberB{Value: []byte(kc.oa)}
-	}
 	if k.attrs != nil {
 		return kc, nil // multiTerms checks each attribute's value
+	}
+	if k.scalar == types.ScalarAttributeTypeB {
+		binaryPrefix(kc)
 	}
 	if err := d.checkCondSize(kc); err != nil {
 		return nil, err
 	}
 	return kc, nil
+}
+
+// binaryPrefix turns kc, a begins_with on a Binary sort key attribute, into
+// the BETWEEN DynamoDB is sent instead: the expression builder sends a
+// begins_with prefix as a String, which DynamoDB refuses on a Binary key.
+// The Binary values that begin with the prefix p are exactly those from p to
+// p followed by bytes 0xFF up to DynamoDB's size limit for a sort key value:
+// a value above p that does not begin with it has a greater byte where it
+// first differs from p, so it sorts above that bound too.
+func binaryPrefix(kc *keyCond) {
+	hi := make([]byte, max(len(kc.oa), maxSortKeyBytes))
+	n := copy(hi, kc.oa)
+	for i := n; i < len(hi); i++ {
+		hi[i] = 0xFF
+	}
+	kc.op, kc.ob = opBetween, string(hi)
+	kc.a, kc.b = &types.AttributeValueMemberB{Value: []byte(kc.oa)}, &types.AttributeValueMemberB{Value: hi}
 }
 
 func stringValue(v any) (string, bool) {

@@ -233,8 +233,29 @@ func TestSortCondNative(t *testing.T) {
 	bin := kcDef(t, "by_blob")
 	require.Equal(t, types.ScalarAttributeTypeB, bin.sk.scalar)
 	kcCheck(t, bin, Eq([]byte{1, 2}), kcWant{"=", &types.AttributeValueMemberB{Value: []byte{1, 2}}, nil})
-	kcCheck(t, bin, BeginsWith([]byte{0}), kcWant{"begins_with", &types.AttributeValueMemberB{Value: []byte{0}}, nil})
-	kcCheck(t, bin, BeginsWith("ab"), kcWant{"begins_with", &types.AttributeValueMemberB{Value: []byte("ab")}, nil})
+	// DynamoDB takes no String prefix for a Binary key, and the expression
+	// builder sends a begins_with prefix as a String: the Binary values
+	// that begin with p are sent as BETWEEN p AND p followed by 0xFF bytes
+	// up to the 1,024-byte limit of a sort key value.
+	kcCheck(t, bin, BeginsWith([]byte{0}), kcWant{"BETWEEN", &types.AttributeValueMemberB{Value: []byte{0}}, kcBinaryPrefixTop([]byte{0})})
+	kcCheck(t, bin, BeginsWith("ab"), kcWant{"BETWEEN", &types.AttributeValueMemberB{Value: []byte("ab")}, kcBinaryPrefixTop([]byte("ab"))})
+	long := bytes.Repeat([]byte{7}, maxSortKeyBytes)
+	kcCheck(t, bin, BeginsWith(long), kcWant{"BETWEEN", &types.AttributeValueMemberB{Value: long}, &types.AttributeValueMemberB{Value: long}})
+	_, err = bin.sortCond(BeginsWith(append(long, 7)))
+	assert.ErrorIs(t, err, ErrInvalidQuery, "a prefix over the limit matches nothing DynamoDB can store")
+	kc, err := bin.sortCond(BeginsWith([]byte{1, 0xFF}))
+	require.NoError(t, err)
+	for _, v := range [][]byte{{1, 0xFF}, {1, 0xFF, 0}, {1, 0xFF, 0xFF, 0xFF}, append([]byte{1}, bytes.Repeat([]byte{0xFF}, maxSortKeyBytes-1)...)} {
+		assert.True(t, kc.match(string(v)), "%x begins with 01ff", v)
+	}
+	for _, v := range [][]byte{{1}, {1, 0xFE, 0xFF}, {2}, {1, 0xFF - 1}, {0, 0xFF}} {
+		assert.False(t, kc.match(string(v)), "%x does not begin with 01ff", v)
+	}
+}
+
+// kcBinaryPrefixTop is the upper bound of the Binary values that begin with p.
+func kcBinaryPrefixTop(p []byte) *types.AttributeValueMemberB {
+	return &types.AttributeValueMemberB{Value: append(slices.Clone(p), bytes.Repeat([]byte{0xFF}, maxSortKeyBytes-len(p))...)}
 }
 
 // Fixed-width time components in a composite key.
@@ -1103,7 +1124,7 @@ func TestSortCondRejectsInvalidUTF8(t *testing.T) {
 		// A []byte component, composite or native, takes the bytes.
 		kcCheck(t, kcDef(t, "by_bin"), BeginsWith(bad), kcWant{"begins_with", kcS(strings.ToUpper(fmt.Sprintf("%x", bad))), nil})
 		kcCheck(t, kcDef(t, "by_bin"), Eq([]byte(bad)), kcWant{"begins_with", kcS(strings.ToUpper(fmt.Sprintf("%x", bad)) + "#"), nil})
-		kcCheck(t, kcDef(t, "by_blob"), BeginsWith(bad), kcWant{"begins_with", &types.AttributeValueMemberB{Value: []byte(bad)}, nil})
+		kcCheck(t, kcDef(t, "by_blob"), BeginsWith(bad), kcWant{"BETWEEN", &types.AttributeValueMemberB{Value: []byte(bad)}, kcBinaryPrefixTop([]byte(bad))})
 		kcCheck(t, kcDef(t, "by_blob"), Eq([]byte(bad)), kcWant{"=", &types.AttributeValueMemberB{Value: []byte(bad)}, nil})
 
 		// Partition values: a labelled composite (base table, and the LSI

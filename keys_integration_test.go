@@ -33,12 +33,14 @@ type kiItem struct {
 	_     IndexSpec `ddbindex:"comptbl,type=table"`
 	_     IndexSpec `ddbindex:"num,type=gsi,name=kitems-num"`
 	_     IndexSpec `ddbindex:"str,type=gsi,name=kitems-str"`
+	_     IndexSpec `ddbindex:"bin,type=gsi,name=kitems-bin"`
 	ID    string    `dynamodbav:"id" ddbindex:"pk"`
-	Group string    `dynamodbav:"grp" ddbindex:"comp.pk;comptbl.pk;num.pk;str.pk"`
+	Group string    `dynamodbav:"grp" ddbindex:"comp.pk;comptbl.pk;num.pk;str.pk;bin.pk"`
 	S     string    `dynamodbav:"s" ddbindex:"comp.sk:0;comptbl.sk:0"`
 	N     int64     `dynamodbav:"n" ddbindex:"comp.sk:1;comptbl.sk:1;num.sk"`
 	T     string    `dynamodbav:"t" ddbindex:"comp.sk:2;comptbl.sk:2"`
 	NS    string    `dynamodbav:"ns" ddbindex:"str.sk"`
+	B     []byte    `dynamodbav:"b" ddbindex:"bin.sk"`
 	Note  string    `dynamodbav:"note"`
 }
 
@@ -57,6 +59,13 @@ type kiBaseItem struct {
 var kiStrings = []string{
 	"", "#", "$", "##", "$23", "$24", "a#b", "a", "a#", "a$", "a\x00", "a b",
 	"\x01", "%", "ü", "\U0010FFFF", "open", "op", "opé", "b",
+}
+
+// kiBins are Binary values that begin with each other, 0x00 and 0xFF bytes
+// around them (a Binary key sorts bytewise, unsigned).
+var kiBins = [][]byte{
+	{0}, {0, 0}, {0, 0xFF}, {1}, {1, 0}, {1, 0xFF}, {1, 0xFF, 0}, {1, 0xFF, 0xFF}, {1, 0xFE, 0xFF},
+	{2}, {0x7F}, {0x80}, {0x80, 0}, {0xFF}, {0xFF, 0xFF}, {0xFF, 0xFF, 0xFF}, []byte("ab"), []byte("abc"),
 }
 
 // kiInts are extreme and boundary integers (digit-count changes, signs).
@@ -91,7 +100,7 @@ func kiGenerate() kiData {
 		n++
 		id := fmt.Sprintf("%s%03d", heads[r.IntN(len(heads))], n)
 		return kiItem{ID: id, Group: group, S: s, N: num, T: tail,
-			NS: kiStrings[1+r.IntN(len(kiStrings)-1)], Note: "note " + id}
+			NS: kiStrings[1+r.IntN(len(kiStrings)-1)], B: kiBins[n%len(kiBins)], Note: "note " + id}
 	}
 	hotS := []string{"a", "open", "", "$", "a#b"}
 	hotN := []int64{0, -1, math.MaxInt64, math.MinInt64}
@@ -563,6 +572,23 @@ func kiStrCases() []kiCase {
 	return cs
 }
 
+// kiBinCases are conditions on a native Binary sort key. DynamoDB takes
+// no String operand for it, and begins_with is sent as the BETWEEN of the
+// values that begin with the prefix.
+func kiBinCases() []kiCase {
+	var cs []kiCase
+	for _, b := range [][]byte{{0}, {1}, {1, 0xFF}, {0x80}, {0xFF}, {0xFF, 0xFF, 0xFF}, []byte("ab")} {
+		cs = append(cs, kiAllOps(b)...)
+	}
+	cs = append(cs, kiBtw(K([]byte{0}), K([]byte{1, 0xFF})), kiBtw(K([]byte{1}), K([]byte{1})),
+		kiCase{op: opBetween, lo: []any{[]byte{0x7F}}, hi: []any{[]byte{0xFF}}, plain: true})
+	for _, p := range [][]byte{{0}, {1}, {1, 0xFF}, {1, 0xFF, 0xFF}, {0x80}, {0xFF}, {0xFF, 0xFF}, []byte("a"), {3}} {
+		cs = append(cs, kiBW(p))
+	}
+	// A String prefix is taken as its bytes.
+	return append(cs, kiBW("ab"))
+}
+
 func kiBaseCases(items []kiBaseItem) []kiCase {
 	var cs []kiCase
 	for _, s := range []string{"", "$", "a", "a\x00", "a#b", "op", "\U0010FFFF"} {
@@ -674,6 +700,14 @@ func TestKeysIntegrationNativeKeys(t *testing.T) {
 			id:  func(it kiItem) string { return it.ID },
 		}
 		ix.run(t, kiStrCases())
+	})
+	t.Run("bin", func(t *testing.T) {
+		t.Parallel()
+		ix := &kiIndex[kiItem]{tb: tb, index: "bin", part: []any{kiGroup}, items: live,
+			key: func(it kiItem) []any { return []any{it.B} },
+			id:  func(it kiItem) string { return it.ID },
+		}
+		ix.run(t, kiBinCases())
 	})
 }
 
