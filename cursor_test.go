@@ -561,6 +561,74 @@ func TestCursorGSIAndTable(t *testing.T) {
 	}
 }
 
+// TestCursorGSITiesOnTable reads on an index table the cursor of a native
+// GSI page whose look-ahead item ties with others: the GSI orders the ties
+// as its server does, the index table by base key, so the ties that come
+// before the look-ahead item on the table came after it on the GSI and were
+// not read. The table's page starts before their sort value and returns
+// them all. The GSI's cursor is minted by a real read (on dynalite, which
+// orders ties by a hash, its look-ahead item is seldom the lowest ID), and,
+// for every server, with the look-ahead item set to each tie in turn.
+func TestCursorGSITiesOnTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newTestTable[curxTicket](t)
+	b, _ := newTestTable[curxTicketTbl](t)
+	items := []curxTicket{{Team: "T1", ID: "a", Seq: 1}}
+	for i := range 10 {
+		items = append(items, curxTicket{Team: "T1", ID: fmt.Sprintf("k%d", i), Seq: 2})
+	}
+	items = append(items, curxTicket{Team: "T1", ID: "z", Seq: 3})
+	putBase(t, a, items...)
+	for _, it := range items {
+		putBase(t, b, curxTicketTbl(it))
+		require.True(t, putEntry(t, b, "by_seq", curxTicketTbl(it), false))
+	}
+	want := curxIDs(items[1:]) // the table's order: ties by ID
+	first, err := a.Query("by_seq", "T1").Limit(1).Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, curxIDs(first.Items))
+	rest, err := b.Query("by_seq", "T1").Limit(100).After(first.Cursor).Page(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, curxIDs(rest.Items), "the GSI's cursor read on the index table")
+
+	ga, err := a.index("by_seq")
+	require.NoError(t, err)
+	gb, err := b.index("by_seq")
+	require.NoError(t, err)
+	c, err := decodeCursor(ga, first.Cursor, false, &a.opts)
+	require.NoError(t, err)
+	require.NotNil(t, c.next, "the page read its look-ahead item")
+	for _, tie := range items[1:11] {
+		c.next = curxPos(t, a, ga, tie)
+		tok := encodeCursor(ga, c, false, nil)
+		got, err := b.Query("by_seq", "T1").Limit(100).After(tok).Page(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, curxIDs(got.Items), "look-ahead item %s", tie.ID)
+		// On the GSI itself the page starts before the value too.
+		onGSI, err := a.Query("by_seq", "T1").Limit(100).After(tok).Page(ctx)
+		require.NoError(t, err)
+		require.ElementsMatch(t, want, curxIDs(onGSI.Items), "look-ahead item %s, on the GSI", tie.ID)
+		// Descending, from z: the ties come after the position.
+		d := cursorPos{at: curxPos(t, a, ga, items[11]), next: c.next, digest: c.digest}
+		got, err = b.Query("by_seq", "T1").Desc().Limit(100).After(encodeCursor(ga, d, true, nil)).Page(ctx)
+		require.NoError(t, err)
+		desc := curxIDs(items[:11])
+		slices.Reverse(desc)
+		require.Equal(t, desc, curxIDs(got.Items), "look-ahead item %s, descending", tie.ID)
+	}
+	// Minted on the table, the cursor is the GSI's (the same logical
+	// position), and the GSI's page starts before the value too.
+	tfirst, err := b.Query("by_seq", "T1").Limit(1).Page(ctx)
+	require.NoError(t, err)
+	tc, err := decodeCursor(gb, tfirst.Cursor, false, &b.opts)
+	require.NoError(t, err)
+	require.NotNil(t, tc.next)
+	got, err := a.Query("by_seq", "T1").Limit(100).After(tfirst.Cursor).Page(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, want, curxIDs(got.Items))
+}
+
 // TestCursorSecondAndLaterPages guards against the production bug where the
 // encoder and decoder disagreed on field names (SK vs sk), which only shows
 // from page two on: pages 2..n of a long partition must be right, on every

@@ -236,6 +236,12 @@ type layout struct {
 	// sort key, which ends with the base key components the index key lacks.
 	// A native GSI or LSI sort key may repeat, and DynamoDB orders ties.
 	uniqueSort bool
+	// serverTies: an index table whose sort key ends with the base key, of
+	// an index whose GSI or LSI form keeps its sort key native: there
+	// DynamoDB orders the entries that share a sort value, here the base
+	// key does, so a cursor's next item may be a tie that comes after
+	// others here (see startKeyBefore).
+	serverTies bool
 }
 
 // layoutOf makes the layout of declaration d as an index of the given kind
@@ -311,6 +317,7 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	switch {
 	case (kind == IndexTable || d.shards > 0) && len(d.sk)+len(suffix) > 0:
 		l.sk, err = s.keyAttr(l, "sk", skName, d.sk, suffix)
+		l.serverTies = kind == IndexTable && d.shards == 0 && len(suffix) > 0 && d.skName == "" && nativeOK(d.sk)
 	case len(d.sk) > 0 && d.skName == "" && nativeOK(d.sk):
 		l.sk, err = s.keyAttr(l, "sk", "", d.sk, nil)
 	case len(d.sk) > 0:

@@ -528,7 +528,10 @@ func (k *keyAttr) partsOrdered(text func(*field) string) (string, error) {
 // value can lie between the two. Where the sort key may repeat (a native GSI
 // or LSI sort key, whose ties DynamoDB orders), it starts before next's
 // value, which holds only when at's value comes strictly before it: the ties
-// read again were read and found dead. ok is false when d cannot express
+// read again were read and found dead. So does the index table of such an
+// index (see layout.serverTies): a cursor minted on the GSI names as next
+// the first tie in the server's order, and the ties the table orders before
+// it were not read. ok is false when d cannot express
 // one: no sort key, a value just before next's that is at's own (or,
 // where keys repeat, one of at's ties), a
 // value at DynamoDB's size limit or its Number range, or a next that does
@@ -556,6 +559,11 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	ordAt, err := d.sk.ordered(d.textOf(at))
 	if err != nil || (desc && ord >= ordAt) || (!desc && ord <= ordAt) {
 		return nil, false
+	}
+	if d.serverTies {
+		if esk, ok, done := d.startBeforeValue(esk, next, at, ordAt, desc, kc); done {
+			return esk, ok
+		}
 	}
 	if d.sk.scalar == types.ScalarAttributeTypeN {
 		n, ok := esk[d.sk.attr].(*types.AttributeValueMemberN)
@@ -613,6 +621,41 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 		esk[d.sk.attr] = &types.AttributeValueMemberS{Value: k}
 	}
 	return esk, true
+}
+
+// startBeforeValue is startKeyBefore on d, an index table whose GSI or LSI
+// form orders ties as DynamoDB does (serverTies): a start key from which a
+// query returns first the entries whose declared components equal next's,
+// where at's come strictly before them. esk is next's start key, ordAt at's
+// key text. done is false where at ties with next: such a cursor was not
+// minted on the GSI or LSI form, which starts before a next item only when
+// its value follows at's (else its cursor carries the last position
+// evaluated), so the ties before next were read here, and the caller
+// starts just before next itself.
+func (d *layout) startBeforeValue(esk map[string]types.AttributeValue, next, at position, ordAt string, desc bool, kc *keyCond) (_ map[string]types.AttributeValue, ok, done bool) {
+	v, errV := d.sk.partsOrdered(d.textOf(next))
+	a, errA := d.sk.partsOrdered(d.textOf(at))
+	if errV != nil || errA != nil {
+		return nil, false, true
+	}
+	if v == a {
+		return nil, false, false
+	}
+	// Ascending, the entries of value v are those from lowerBound(v) on,
+	// and nothing lies between it and its predecessor; descending, those
+	// below upperBound(v), which no stored key equals.
+	k := upperBound(v, true)
+	if !desc {
+		k = predecessor(lowerBound(v, true), false)
+	}
+	if len(k) == 0 || len(k) > maxSortKeyBytes || (!desc && k <= ordAt) || (desc && k >= ordAt) {
+		return nil, false, true
+	}
+	if kc != nil && !kc.match(k) {
+		return nil, true, true
+	}
+	esk[d.sk.attr] = &types.AttributeValueMemberS{Value: k}
+	return esk, true, true
 }
 
 // neverStartsBefore reports whether startKeyBefore refuses every position
