@@ -560,11 +560,6 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	if err != nil || (desc && ord >= ordAt) || (!desc && ord <= ordAt) {
 		return nil, false
 	}
-	if d.serverTies {
-		if esk, ok, done := d.startBeforeValue(esk, next, at, ordAt, desc, kc); done {
-			return esk, ok
-		}
-	}
 	if d.sk.scalar == types.ScalarAttributeTypeN {
 		n, ok := esk[d.sk.attr].(*types.AttributeValueMemberN)
 		if !ok {
@@ -590,7 +585,9 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 		return esk, true
 	}
 	var k string
-	switch {
+	switch vk, ok := d.valueStart(next, at, desc); {
+	case ok:
+		k = vk
 	case !desc:
 		k = predecessor(ord, d.sk.scalar == types.ScalarAttributeTypeB)
 	case !d.sk.native:
@@ -623,39 +620,30 @@ func (d *layout) startKeyBefore(next, at position, desc bool, kc *keyCond) (map[
 	return esk, true
 }
 
-// startBeforeValue is startKeyBefore on d, an index table whose GSI or LSI
-// form orders ties as DynamoDB does (serverTies): a start key from which a
-// query returns first the entries whose declared components equal next's,
-// where at's come strictly before them. esk is next's start key, ordAt at's
-// key text. done is false where at ties with next: such a cursor was not
-// minted on the GSI or LSI form, which starts before a next item only when
-// its value follows at's (else its cursor carries the last position
-// evaluated), so the ties before next were read here, and the caller
-// starts just before next itself.
-func (d *layout) startBeforeValue(esk map[string]types.AttributeValue, next, at position, ordAt string, desc bool, kc *keyCond) (_ map[string]types.AttributeValue, ok, done bool) {
+// valueStart returns, on d, an index table whose GSI or LSI form orders
+// ties as DynamoDB does (serverTies), the key text just before the entries
+// whose declared components equal next's in the query's order, where at's
+// come strictly before them. Ascending, those entries are the keys from
+// lowerBound(v) on, and nothing lies between it and its predecessor;
+// descending, the keys below upperBound(v), which no stored key equals. ok
+// is false on any other layout, and where at ties with next: such a cursor
+// was not minted on the GSI or LSI form, which starts before a next item
+// only when its value follows at's (else its cursor carries the last
+// position evaluated), so the ties before next were read here, and the
+// start is just before next itself.
+func (d *layout) valueStart(next, at position, desc bool) (string, bool) {
+	if !d.serverTies {
+		return "", false
+	}
 	v, errV := d.sk.partsOrdered(d.textOf(next))
 	a, errA := d.sk.partsOrdered(d.textOf(at))
-	if errV != nil || errA != nil {
-		return nil, false, true
+	if errV != nil || errA != nil || v == a {
+		return "", false
 	}
-	if v == a {
-		return nil, false, false
+	if desc {
+		return upperBound(v, true), true
 	}
-	// Ascending, the entries of value v are those from lowerBound(v) on,
-	// and nothing lies between it and its predecessor; descending, those
-	// below upperBound(v), which no stored key equals.
-	k := upperBound(v, true)
-	if !desc {
-		k = predecessor(lowerBound(v, true), false)
-	}
-	if len(k) == 0 || len(k) > maxSortKeyBytes || (!desc && k <= ordAt) || (desc && k >= ordAt) {
-		return nil, false, true
-	}
-	if kc != nil && !kc.match(k) {
-		return nil, true, true
-	}
-	esk[d.sk.attr] = &types.AttributeValueMemberS{Value: k}
-	return esk, true, true
+	return predecessor(lowerBound(v, true), false), true
 }
 
 // neverStartsBefore reports whether startKeyBefore refuses every position
