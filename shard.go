@@ -578,9 +578,12 @@ type shardSizing struct {
 
 // defaultShardSizing is the sizing of every Table's merges. Once the
 // entries' size is known, each request reads the blocks whose expected cost,
-// a refill priced at its blocks and one and a half blocks more, is least
-// (cheapestBlocks): warm pages stay within 1.25x the read units of a merge
-// that knows every shard's entries, tombstones or not. Before that (while
+// a refill priced at its blocks and one block more, is least
+// (cheapestBlocks): in the model's feeds, warm pages stay within 1.25x the
+// read units of a merge that knows every shard's entries. Pricing the
+// refill's round trip higher saves rounds, but reads a block more on every
+// shard whose share ends a few entries past a block (600 B entries at S=4:
+// 1.47x that merge at one and a half blocks, 1.05x at one). Before that (while
 // the Table has read no live entry of the partition; see probe), for
 // shards inside a stretch of tombstones, and for shards that may need more
 // entries than cheapestBlocks weighs, tails size the requests:
@@ -588,7 +591,7 @@ type shardSizing struct {
 // ones, and entries of 2 KB or more, a read unit each, are asked for
 // sparingly. Chosen with TestShardedPageCostModel and
 // BenchmarkShardedSizing.
-var defaultShardSizing = shardSizing{firstTail: 0.3, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4, roundBlocks: 1.5, probe: true}
+var defaultShardSizing = shardSizing{firstTail: 0.4, refillTail: 0.1, bigBytes: 2048, bigFirst: 0.6, bigRefill: 0.4, roundBlocks: 1, probe: true}
 
 // round sends the requests fetch lists, at most fanout at a time, for a
 // call that wants want entries (0: all there are). The first blocked ones
