@@ -83,6 +83,7 @@ type table interface {
 	refreshRoutes(ctx context.Context) error
 	setRoute(ctx context.Context, index string, r migrate.Route) error
 	setShadow(ctx context.Context, index string, rate float64) error
+	backfilled(ctx context.Context) (map[string][]ddbindex.Kind, error)
 	sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
 }
 
@@ -228,6 +229,14 @@ func (x *tableOf[T]) refreshRoutes(ctx context.Context) error { return x.router.
 
 func (x *tableOf[T]) setRoute(ctx context.Context, index string, r migrate.Route) error {
 	return migrate.SetRoute(ctx, x.router, x.t, index, r)
+}
+
+// backfilled reads from the control table, by logical index, the forms
+// whose backfill finished (recorded by migrate.Backfill with
+// DynamoDBCheckpoints).
+func (x *tableOf[T]) backfilled(ctx context.Context) (map[string][]ddbindex.Kind, error) {
+	_, ready, err := x.router.ShadowRates(ctx, x.t.Indexes()[0].Forms[0].Declared)
+	return ready, err
 }
 
 func (x *tableOf[T]) setShadow(ctx context.Context, index string, rate float64) error {

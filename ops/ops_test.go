@@ -192,7 +192,9 @@ func TestModelDefControlTable(t *testing.T) {
 	control := f.control
 	f.models = []ops.ModelDef{ops.Model[Ticket]().ControlTable(control)}
 	f.control = "" // no --control-table
-	r := f.run("", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	r := f.run("", "backfill", "--index", "by_status")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = f.run("", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
 	require.Equal(t, 0, r.code, r.stderr)
 	router, err := migrate.NewRouter(f.client, migrate.RouterOptions{ControlTable: control})
 	require.NoError(t, err)

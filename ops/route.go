@@ -108,7 +108,7 @@ func runRouteSet(e *env, args []string) error {
 	var parts listFlag
 	fs.Var(&parts, "partition", "a partition that reads --to (a `TUPLE` of its partition components); give it once per partition")
 	percent := fs.Float64("percent", 0, "this share (0 to 100) of all partitions reads --to, chosen by a stable hash of the partition key")
-	force := fs.Bool("force", false, "set the route even though the fleet view says a live instance does not keep the form")
+	force := fs.Bool("force", false, "set the route even though the fleet view says a live instance does not keep the form, or the control table records no finished backfill of it")
 	if err := e.parse(fs, args, "route set"); err != nil {
 		return err
 	}
@@ -181,12 +181,45 @@ func runRouteSet(e *env, args []string) error {
 	if err := e.guard(*force, fmt.Sprintf("route %s %s to the %s", t.name(), indexName(ix.Name), k), lacking(st, t, ix, k)); err != nil {
 		return err
 	}
+	if err := e.backfillFinished(t, ix, k, *force); err != nil {
+		return err
+	}
 	if err := t.setRoute(e.ctx, ix.Name, r); err != nil {
 		return fmt.Errorf("setting the route of %s %s: %w", t.name(), indexName(ix.Name), err)
 	}
 	fmt.Fprintf(e.stdout, "%s %s: %s\n", t.name(), ix.Name, routeText(ix, r, true, t.controlTable()))
 	fmt.Fprintf(e.stdout, "every instance of the fleet reads it within its migrate.Router's Refresh (default 30s)\n")
 	return nil
+}
+
+// backfillFinished refuses (exit 2, nothing written) a route to form k of
+// index ix when k is filled by a backfill (an index table, or a GSI whose
+// keys the library derives) and the control table records no finished
+// backfill of it, unless force: the entries of the items written before
+// every writer kept the form are missing there until the backfill writes
+// them, and reads routed to it would miss those items. The declared type
+// is not refused: reads that no route selects go to it anyway. Native GSIs
+// and LSIs are not refused either: DynamoDB indexes a native GSI's items
+// itself, and an LSI is made with its table.
+func (e *env) backfillFinished(t table, ix ddbindex.IndexInfo, k ddbindex.Kind, force bool) error {
+	if k == ix.Forms[0].Kind || (k != ddbindex.IndexTable && k != ddbindex.GSI) {
+		return nil
+	}
+	ready, err := t.backfilled(e.ctx)
+	if err != nil {
+		return fmt.Errorf("reading which backfills of %s finished: %w", t.name(), err)
+	}
+	if slices.Contains(ready[ix.Name], k) {
+		return nil
+	}
+	why := fmt.Sprintf("control table %s records no finished backfill of the %s of %s %s, so it lacks the items written before every writer kept it",
+		t.controlTable(), k, t.name(), indexName(ix.Name))
+	if force {
+		fmt.Fprintf(e.stderr, "%s: --force: going on although the %s\n", e.prog, why)
+		return nil
+	}
+	return &exitError{code: exitTrouble, err: fmt.Errorf("refusing to route %s %s to the %s: the %s; run %s backfill --index %s (it records its end) and route then, or --force when the %s holds every item already (the form the index had before the migration began)",
+		t.name(), indexName(ix.Name), k, why, e.prog, ix.Name, k)}
 }
 
 // formServes checks, with DescribeTable, that form f of index ix of t is in

@@ -107,3 +107,44 @@ func TestRouteSetRefusesGSINotReady(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.GSI, Percent: 100}}, routesOf(t, f))
 }
+
+// TestRouteSetRefusesBeforeBackfill: until the control table records that
+// the backfill of the index table finished, it lacks the items written
+// before the model kept it, and route set refuses to send reads there
+// (exit 2, nothing written), naming the backfill to run; --force
+// overrides it. A backfill that has done some of its segments records
+// nothing yet. A route to the declared type, which unrouted reads use
+// anyway, is not refused.
+func TestRouteSetRefusesBeforeBackfill(t *testing.T) {
+	t.Parallel()
+	f, _ := ticketFixture(t)
+	r := f.golden(t, "refused-route-set-before-backfill", "", "route", "set", "--index", "by_status", "--to", "table", "--partition", "TEAM-1")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "backfill --index by_status")
+	require.Empty(t, routesOf(t, f), "the refused route wrote nothing")
+
+	// Half of the backfill's segments: not finished.
+	r = f.run("", "backfill", "--index", "by_status", "--total-segments", "2", "--workers", "1", "--segment", "0")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = f.run("", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	require.Equal(t, 2, r.code, "a backfill with a segment left to do is not finished: %s%s", r.stdout, r.stderr)
+	require.Empty(t, routesOf(t, f))
+
+	r = f.run("", "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.GSI, Percent: 100}}, routesOf(t, f))
+
+	r = f.run("", "route", "set", "--index", "by_status", "--to", "table", "--partition", "TEAM-1", "--force")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--force: going on although the control table")
+	require.Equal(t, ddbindex.IndexTable, routesOf(t, f)["by_status"].To)
+
+	// The rest of the backfill: it records its end, and the route goes on
+	// without --force.
+	r = f.run("", "backfill", "--index", "by_status", "--total-segments", "2", "--workers", "1", "--segment", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = f.run("", "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	require.Equal(t, map[string]migrate.Route{"by_status": {To: ddbindex.IndexTable, Percent: 100}}, routesOf(t, f))
+}
