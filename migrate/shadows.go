@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,7 +41,13 @@ type ShadowOptions struct {
 	MaxReadUnits float64
 	// Recheck is how long a mismatch waits before the page is read again on
 	// both forms: a GSI is eventually consistent, so a mismatch that is
-	// gone then was a GSI catching up (transient). Default 1 second.
+	// gone then was a GSI catching up (transient). The mismatch is
+	// persistent only when the same items still differ in the same way
+	// (see [Shadows]); a difference the re-check finds on other items (a
+	// write made just before it, still in the lag) does not confirm it.
+	// The comparison sees which items differ, not their versions: an item
+	// rewritten more often than Recheck, each write still in the lag when
+	// a read comes, looks the same at both reads. Default 1 second.
 	Recheck time.Duration
 	// Timeout bounds one comparison, re-check included. Default 30 seconds.
 	Timeout time.Duration
@@ -99,7 +106,10 @@ type ShadowStats struct {
 // reads of indexes that keep two forms: it reads each sampled page again on
 // the other form, on a goroutine of its own, and when the forms differ,
 // waits Recheck, reads the page on both forms again, and reports a mismatch
-// found again to OnMismatch ([Mismatch]). It compares only the
+// found again to OnMismatch ([Mismatch]): found again means the same items
+// differing in the same way (the same kind of mismatch, on items the first
+// comparison named too; the same two items out of order; the same page
+// boundary), not any difference on the page. It compares only the
 // [ddbindex.ReadEvent]s a Table made. Reads a query
 // sent to a form of its choice ([ddbindex.Query.Via]: tests, admin reads,
 // comparisons) are not shadowed.
@@ -292,17 +302,58 @@ func (s *Shadows) compare(ctx context.Context, ev ddbindex.ReadEvent, compare fu
 		s.fail(ctx, ev, err)
 		return "failed"
 	}
-	if again == nil {
+	confirmed := persists(first, again)
+	if confirmed == nil {
 		s.count(func(st *ShadowStats) { st.Transient++ })
 		s.mismatch(ctx, ev, first.Kind, "transient")
 		return "transient"
 	}
 	s.count(func(st *ShadowStats) { st.Persistent++ })
-	s.mismatch(ctx, ev, again.Kind, "persistent")
+	s.mismatch(ctx, ev, confirmed.Kind, "persistent")
 	if s.o.OnMismatch != nil {
-		s.o.OnMismatch(*again)
+		s.o.OnMismatch(*confirmed)
 	}
 	return "persistent"
+}
+
+// persists returns the part of a page's first mismatch that its re-check
+// found again, nil when there is none. The re-check reads the whole page on
+// both forms again, and under steady writes it may find a difference of its
+// own: a write made in the lag window just before it. That is no evidence
+// that the first difference stays, so a mismatch persists only when the
+// same items still differ in the same way: the same kind, and for a
+// missing, extra or leaked item the items both reads name (the confirmed
+// mismatch names those alone); for an order, the same two items; for a
+// page boundary, the same page and ends. A difference of another kind, or
+// on other items, makes the first one transient.
+func persists(first, again *Mismatch) *Mismatch {
+	if first == nil || again == nil || first.Kind != again.Kind {
+		return nil
+	}
+	switch first.Kind {
+	case MismatchOrder:
+		if !slices.Equal(first.Keys, again.Keys) {
+			return nil
+		}
+		return again
+	case MismatchPageBoundary:
+		if first.Detail != again.Detail || !slices.Equal(first.Keys, again.Keys) {
+			return nil
+		}
+		return again
+	}
+	var shared []string
+	for _, k := range again.Keys {
+		if slices.Contains(first.Keys, k) && !slices.Contains(shared, k) {
+			shared = append(shared, k)
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	m := *again
+	m.Keys = shared
+	return &m
 }
 
 // closing reports whether Close canceled the comparisons: a read that

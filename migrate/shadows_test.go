@@ -410,3 +410,64 @@ func TestNoGoroutineLeft(t *testing.T) {
 	}
 	require.LessOrEqual(t, n, before, "goroutines left behind")
 }
+
+// A mismatch is persistent only when the re-check finds the same items
+// differing in the same way; a difference on other items, or of another
+// kind, is what a write made just before the re-check leaves under steady
+// writes, and makes the first one transient. The comparisons are fakes:
+// each returns its first result, then its re-check's.
+func TestShadowsRecheckSameItems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	missing := func(keys ...string) *Mismatch {
+		return &Mismatch{Kind: MismatchMissing, Keys: keys, Detail: "lacks items"}
+	}
+	cases := []struct {
+		name      string
+		first     *Mismatch
+		again     *Mismatch
+		persisted []string // the keys reported, nil for transient
+	}{
+		{"the same item missing", missing("k1"), missing("k1"), []string{"k1"}},
+		{"another item missing: a write in the lag before the re-check", missing("k1"), missing("k2"), nil},
+		{"one item still missing, beside a new write", missing("k1", "k2"), missing("k2", "k3"), []string{"k2"}},
+		{"the same item, another kind", &Mismatch{Kind: MismatchExtra, Keys: []string{"k1"}}, missing("k1"), nil},
+		{"the same item differing", &Mismatch{Kind: MismatchExtra, Keys: []string{"k1"}}, &Mismatch{Kind: MismatchExtra, Keys: []string{"k1"}}, []string{"k1"}},
+		{"the same two items out of order", &Mismatch{Kind: MismatchOrder, Keys: []string{"k1", "k2"}}, &Mismatch{Kind: MismatchOrder, Keys: []string{"k1", "k2"}}, []string{"k1", "k2"}},
+		{"other items out of order", &Mismatch{Kind: MismatchOrder, Keys: []string{"k1", "k2"}}, &Mismatch{Kind: MismatchOrder, Keys: []string{"k2", "k3"}}, nil},
+		{"the same page boundary", &Mismatch{Kind: MismatchPageBoundary, Detail: "after the same 3 items"}, &Mismatch{Kind: MismatchPageBoundary, Detail: "after the same 3 items"}, []string{}},
+		{"another page boundary", &Mismatch{Kind: MismatchPageBoundary, Detail: "after the same 3 items"}, &Mismatch{Kind: MismatchPageBoundary, Detail: "after the same 4 items"}, nil},
+		{"a leaked tombstone, again", &Mismatch{Kind: MismatchTombstone, Keys: []string{"k9"}}, &Mismatch{Kind: MismatchTombstone, Keys: []string{"k9"}}, []string{"k9"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var reported []Mismatch
+			var mu sync.Mutex
+			s := newShadows(t, ShadowOptions{Rate: 1, OnMismatch: func(m Mismatch) {
+				mu.Lock()
+				defer mu.Unlock()
+				reported = append(reported, m)
+			}})
+			s.sleep = func(context.Context, time.Duration) error { return nil }
+			s.ObserveRead(ctx, event(func(_ context.Context, recheck bool) (*Mismatch, error) {
+				if recheck {
+					return c.again, nil
+				}
+				return c.first, nil
+			}))
+			require.NoError(t, s.Wait(ctx))
+			mu.Lock()
+			defer mu.Unlock()
+			if c.persisted == nil {
+				assert.Equal(t, ShadowStats{Compared: 1, Transient: 1}, s.Stats())
+				assert.Empty(t, reported)
+				return
+			}
+			assert.Equal(t, ShadowStats{Compared: 1, Persistent: 1}, s.Stats())
+			require.Len(t, reported, 1)
+			assert.Equal(t, c.again.Kind, reported[0].Kind)
+			assert.ElementsMatch(t, c.persisted, reported[0].Keys)
+		})
+	}
+}
