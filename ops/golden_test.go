@@ -100,6 +100,9 @@ type fixture struct {
 	terminal bool
 	// now, when set, is RunOptions.Now.
 	now func() time.Time
+	// sleep, when set, is RunOptions.Sleep; else the commands wait for
+	// nothing (verify's re-check compares again at once).
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -137,6 +140,10 @@ func (f *fixture) run(stdin string, args ...string) result {
 		o.Terminal = func() bool { return f.terminal }
 		if f.now != nil {
 			o.Now = f.now
+		}
+		o.Sleep = func(context.Context, time.Duration) error { return nil }
+		if f.sleep != nil {
+			o.Sleep = f.sleep
 		}
 	})
 	return result{code, out.String(), errOut.String()}

@@ -50,6 +50,10 @@ type RunOptions struct {
 	// Now is the clock the fleet view is judged by (liveness, "ago").
 	// Default time.Now.
 	Now func() time.Time
+	// Sleep waits d before verify compares again the partitions that
+	// differed (--recheck), or returns ctx's error when ctx ends first.
+	// Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Exit codes of [Run], as diff's: 0 when the command did its work and
@@ -116,6 +120,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e := &env{ctx: ctx, prog: prog, stdin: stdin, stdout: stdout, stderr: stderr, models: models, opts: o}
 	if e.opts.Now == nil {
 		e.opts.Now = time.Now
+	}
+	if e.opts.Sleep == nil {
+		e.opts.Sleep = sleep
 	}
 	if e.opts.Terminal == nil {
 		e.opts.Terminal = func() bool {
@@ -487,4 +494,16 @@ func noArgs(cmd string, fs *flagSet) error {
 		return usageErr(cmd, "unexpected argument %q (flags go before arguments)", fs.Arg(0))
 	}
 	return nil
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ddbindex/ddbindex"
 )
@@ -22,10 +23,16 @@ type verifyReport struct {
 	// Indexes are the indexes compared, each over its partitions.
 	Indexes []verifyIndex `json:"indexes"`
 	// Compared counts the partitions compared, over every index;
-	// Mismatched those whose forms differ.
+	// Mismatched those whose forms differ, at the re-check when there is
+	// one; Lag those that differed at first and were equal at the
+	// re-check.
 	Compared   int  `json:"compared"`
 	Mismatched int  `json:"mismatched"`
+	Lag        int  `json:"lag,omitempty"`
 	Equal      bool `json:"equal"`
+	// Recheck is how long verify waited before comparing again the
+	// partitions that differed ("" when none did, or --recheck 0).
+	Recheck string `json:"recheck,omitempty"`
 }
 
 type verifyIndex struct {
@@ -43,9 +50,13 @@ type verifyPartition struct {
 	Partition string `json:"partition"`
 	// Pages and Items are the pages compared and the items read through
 	// the declared form.
-	Pages       int      `json:"pages"`
-	Items       int      `json:"items"`
-	Equal       bool     `json:"equal"`
+	Pages int  `json:"pages"`
+	Items int  `json:"items"`
+	Equal bool `json:"equal"`
+	// Lag is true when the forms differed at the first comparison and
+	// were equal at the re-check: the upkeep (or a GSI) catching up.
+	Lag bool `json:"lag,omitempty"`
+	// Differences are those of the last comparison.
 	Differences []string `json:"differences,omitempty"`
 }
 
@@ -56,6 +67,7 @@ func runVerify(e *env, args []string) error {
 	from := fs.String("partitions-from", "", "read partitions to compare from `FILE`, one tuple a line (- for stdin)")
 	sample := fs.Int("sample", 20, "without listed partitions, compare up to `N` partitions sampled from the base table")
 	scanMax := fs.Int("scan-max", 10000, "read at most `N` base items to sample partitions from")
+	recheck := fs.Duration("recheck", 5*time.Second, "wait `D`, then compare again the partitions that differ: those equal then differed from the upkeep's lag, and do not count (0: no re-check)")
 	if err := e.parse(fs, args, "verify"); err != nil {
 		return err
 	}
@@ -64,6 +76,9 @@ func runVerify(e *env, args []string) error {
 	}
 	if *sample < 1 || *scanMax < 1 || qf.limit < 0 {
 		return usageErr("verify", "--sample and --scan-max must be 1 or more, --limit 0 or more")
+	}
+	if *recheck < 0 {
+		return usageErr("verify", "--recheck %v: want a duration of 0 or more", *recheck)
 	}
 	indexSet := false
 	fs.Visit(func(f *flag.Flag) { indexSet = indexSet || f.Name == "index" })
@@ -131,6 +146,13 @@ func runVerify(e *env, args []string) error {
 		}
 	}
 	rep := verifyReport{Model: t.name()}
+	// The partitions that differ, to compare again after the re-check's
+	// wait: where in the report, and the query.
+	type differing struct {
+		index, part int
+		q           query
+	}
+	var again []differing
 	for i, ix := range ixs {
 		cond := conds[i]
 		vi := verifyIndex{Index: ix.Name, Forms: []string{ix.Forms[0].Kind.String(), ix.Forms[1].Kind.String()}, Partitions: []verifyPartition{}}
@@ -152,12 +174,36 @@ func runVerify(e *env, args []string) error {
 			vp := verifyPartition{Partition: formatTuple(p), Pages: c.Pages, Items: c.Items, Equal: c.Equal(), Differences: c.Differences}
 			rep.Compared++
 			if !vp.Equal {
-				rep.Mismatched++
+				again = append(again, differing{index: len(rep.Indexes), part: len(vi.Partitions), q: q})
 			}
 			vi.Partitions = append(vi.Partitions, vp)
 		}
 		rep.Indexes = append(rep.Indexes, vi)
 	}
+	// The index table is kept from the stream, and a GSI is eventually
+	// consistent: a write made just before a comparison may be on one form
+	// only. A partition equal after the wait differed from that lag; one
+	// that still differs is a problem.
+	if len(again) > 0 && *recheck > 0 {
+		rep.Recheck = recheck.String()
+		fmt.Fprintf(e.stderr, "%s: %d of %d partitions differ; comparing them again in %v (--recheck)\n", e.prog, len(again), rep.Compared, *recheck)
+		if err := e.opts.Sleep(e.ctx, *recheck); err != nil {
+			return fmt.Errorf("waiting to compare again the partitions that differ: %w", err)
+		}
+		for _, d := range again {
+			vp := &rep.Indexes[d.index].Partitions[d.part]
+			c, err := t.compare(e.ctx, d.q)
+			if err != nil {
+				return fmt.Errorf("comparing again %s %s, %s: %w", t.name(), indexName(d.q.index), d.q.describe(), err)
+			}
+			vp.Pages, vp.Items, vp.Equal, vp.Differences = c.Pages, c.Items, c.Equal(), c.Differences
+			if vp.Equal {
+				vp.Lag = true
+				rep.Lag++
+			}
+		}
+	}
+	rep.Mismatched = len(again) - rep.Lag
 	rep.Equal = rep.Mismatched == 0
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
@@ -165,7 +211,13 @@ func runVerify(e *env, args []string) error {
 		return err
 	}
 	if !rep.Equal {
+		if rep.Recheck != "" {
+			return problem("%d of %d partitions differ between the forms, again after %s", rep.Mismatched, rep.Compared, rep.Recheck)
+		}
 		return problem("%d of %d partitions differ between the forms", rep.Mismatched, rep.Compared)
+	}
+	if rep.Lag > 0 {
+		fmt.Fprintf(e.stderr, "%s: %d of %d partitions differed at first and were equal %s later: lag, not a difference\n", e.prog, rep.Lag, rep.Compared, rep.Recheck)
 	}
 	return nil
 }
