@@ -142,6 +142,9 @@ func TestRunbookGuideCommands(t *testing.T) {
 		_, form := in.read()
 		require.Equal(t, ddbindex.IndexTable, form)
 	}
+	r = run(0, "rollout", "status", "--window", "24h")
+	require.Contains(t, r.stdout, "served reads, last 24h0m0s:")
+	require.Contains(t, r.stdout, "last served read: gsi ", "the step's gate: how long ago the GSI served its last read")
 
 	// Step 4: shadows off, then the guarded drop.
 	f.models = []ops.ModelDef{ops.Model[TicketV2]()}
