@@ -603,6 +603,20 @@ func (p *declParser) layouts() error {
 		}
 		owner[l.index] = l
 	}
+	// Each index table, declared or kept, needs a table of its own: two
+	// forms in one table would mix their entries, and an index table named
+	// as the base table would mix its entries with the base items.
+	tables := map[string]*layout{s.table: s.base}
+	for _, l := range s.indexes {
+		if !l.ownTable {
+			continue
+		}
+		if o, ok := tables[l.table]; ok {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
+				Reason: fmt.Sprintf("%s and %s are both the table %q: their items would mix in one table; give the index table a name of its own (table=NAME in its IndexSpec)", o.tableLabel(), l.tableLabel(), l.table)}
+		}
+		tables[l.table] = l
+	}
 	return nil
 }
 

@@ -382,7 +382,7 @@ func erCases() []erCase {
 		}},
 		{"a throttled Query", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
 			name := ddbtest.Name(t, "throttled")
-			tb, err := New[erItem](nil, func(o *Options) { o.TableName = func(string) string { return name } })
+			tb, err := New[erItem](nil, func(o *Options) { o.TableName = func(s string) string { return name + "-" + s } })
 			require.NoError(t, err)
 			db, _, _ := ddbtest.Faulty(t, faults.Script(map[string][]faults.Kind{"Query": {faults.Throttle}}), ddbtest.NoQuotaRetryer(1))
 			ft := *tb
@@ -401,7 +401,8 @@ func erCases() []erCase {
 			return err
 		}},
 		{"a Put to a missing table", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
-			tb, err := New[erItem](ddbtest.Client(t), func(o *Options) { o.TableName = func(string) string { return ddbtest.Name(t, "missing") } })
+			name := ddbtest.Name(t, "missing")
+			tb, err := New[erItem](ddbtest.Client(t), func(o *Options) { o.TableName = func(s string) string { return name + "-" + s } })
 			require.NoError(t, err)
 			_, err = tb.Put(t.Context(), erItem{Team: "T", ID: "1"})
 			var ce *Error
@@ -415,12 +416,12 @@ func erCases() []erCase {
 		}},
 		{"a read-only table's Get of a missing table", "ErrDynamoDB", new(*Error), func(t *testing.T) error {
 			name := ddbtest.Name(t, "missing")
-			tb, err := NewReadOnly[erItem](&roClient{c: ddbtest.Client(t)}, func(o *Options) { o.TableName = func(string) string { return name } })
+			tb, err := NewReadOnly[erItem](&roClient{c: ddbtest.Client(t)}, func(o *Options) { o.TableName = func(s string) string { return name + "-" + s } })
 			require.NoError(t, err)
 			_, err = tb.Get(t.Context(), erItem{Team: "T", ID: "1"})
 			var ce *Error
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, Error{Sentinel: ErrDynamoDB, Op: "GetItem", Table: name, Err: ce.Err}, *ce)
+			require.Equal(t, Error{Sentinel: ErrDynamoDB, Op: "GetItem", Table: tb.TableName(), Err: ce.Err}, *ce)
 			var nf *types.ResourceNotFoundException
 			require.ErrorAs(t, err, &nf, "the SDK's error is still there")
 			return err

@@ -200,6 +200,18 @@ func (d *layout) label() string {
 	return d.name
 }
 
+// tableLabel names the table of l, the base table or an index table
+// (declared or kept), for errors.
+func (l *layout) tableLabel() string {
+	switch {
+	case l.kind == BaseTable:
+		return "the base table"
+	case l != l.decl.lay:
+		return "the index table that index " + l.name + " keeps"
+	}
+	return "the index table of index " + l.name
+}
+
 // layout is one physical form of a declared index (or of the base table):
 // where its entries live, which attributes key them, and what reads of it
 // do. layoutOf makes it; every other piece of code reads it, so the kind of

@@ -226,8 +226,38 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 	case r.MaxAttempts < 0, r.BaseDelay < 0, r.MaxDelay < 0:
 		return nil, &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("Options.Retry is {MaxAttempts: %d, BaseDelay: %v, MaxDelay: %v}; none can be negative (0 means the default)", r.MaxAttempts, r.BaseDelay, r.MaxDelay)}
 	}
+	if o.TableName != nil {
+		if err := checkTableNames(s, o.TableName); err != nil {
+			return nil, err
+		}
+	}
 	st := settingsOf(s, o)
 	return &Table[T]{client: calls{client}, readOnly: readOnly, s: s, opts: st, memo: &memo{}, tel: newTelemetry(s, &st)}, nil
+}
+
+// checkTableNames checks the physical names Options.TableName gives the
+// model's tables, the base table's and each index table's (declared or
+// kept): each must be a valid DynamoDB table name, and a table of its own,
+// or two tables' items would mix in one. The declared names are checked
+// with the declaration.
+func checkTableNames(s *schema, name func(string) string) error {
+	owner := map[string]*layout{}
+	for _, l := range append([]*layout{s.base}, s.indexes...) {
+		if l.kind != BaseTable && !l.ownTable {
+			continue
+		}
+		p := name(l.table)
+		if !physicalName.MatchString(p) {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
+				Reason: fmt.Sprintf("Options.TableName maps %s, %q, to %q, which is not a valid DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", l.tableLabel(), l.table, p)}
+		}
+		if o, ok := owner[p]; ok {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
+				Reason: fmt.Sprintf("Options.TableName maps %s, %q, and %s, %q, to one table %q: their items would mix in it; map each to a name of its own", o.tableLabel(), o.table, l.tableLabel(), l.table, p)}
+		}
+		owner[p] = l
+	}
+	return nil
 }
 
 // usable returns an error matching sentinel (ErrInvalidQuery for a read,

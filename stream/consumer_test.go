@@ -401,7 +401,15 @@ func TestStreamConsumerErrors(t *testing.T) {
 
 	// Images that do not fit the model: a poison record, nothing is
 	// checkpointed.
-	mm, err := ddbindex.New[stMismatch](c, func(o *ddbindex.Options) { o.TableName = func(string) string { return tb.TableName() } })
+	// Its base table is tb's; its index table is never written.
+	mm, err := ddbindex.New[stMismatch](c, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string {
+			if s == "st-tickets" {
+				return tb.TableName()
+			}
+			return tb.TableName() + "-" + s
+		}
+	})
 	require.NoError(t, err)
 	mcp := &MemoryCheckpoints{}
 	_, err = newConsumer(t, mm, sc, mcp).Poll(ctx)

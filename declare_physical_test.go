@@ -1,0 +1,157 @@
+package ddbindex
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the declarations New refuses because of how items would be
+// stored: two forms in one physical table, as declared and as
+// Options.TableName maps the names.
+
+// ptTables declares every way an index has a table of its own, each under a
+// name of its own: index tables named and by default, and an index table
+// kept during a migration. A GSI's name is no table name: it may equal one.
+type ptTables struct {
+	_  TableSpec `ddbindex:"pt-tickets"`
+	_  IndexSpec `ddbindex:"by_x,type=table,name=pt-x"`
+	_  IndexSpec `ddbindex:"by_y,type=table"`
+	_  IndexSpec `ddbindex:"by_z,type=gsi,keep=table,table=pt-z"`
+	_  IndexSpec `ddbindex:"by_w,type=gsi,name=pt-x,pk=WPK"`
+	ID string    `dynamodbav:"id" ddbindex:"pk"`
+	X  string    `dynamodbav:"x" ddbindex:"by_x.pk"`
+	Y  string    `dynamodbav:"y" ddbindex:"by_y.pk"`
+	Z  string    `dynamodbav:"z" ddbindex:"by_z.pk"`
+	W  string    `dynamodbav:"w" ddbindex:"by_w.pk,label=W"`
+}
+
+func TestDeclarationTablesOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	tb, err := New[ptTables](nil)
+	require.NoError(t, err, "distinct tables, and a GSI named as an index table, are accepted")
+	var tables []string
+	for _, ix := range tb.Indexes() {
+		for _, f := range ix.Forms {
+			if f.Kind == BaseTable || f.Kind == IndexTable {
+				tables = append(tables, f.Table)
+			}
+		}
+	}
+	assert.Equal(t, []string{"pt-tickets", "pt-x", "pt-tickets-by_y", "pt-z"}, tables)
+
+	type twoIndexTables struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=table,name=tickets-idx"`
+		_  IndexSpec `ddbindex:"by_y,type=table,name=tickets-idx"`
+		ID string    `ddbindex:"pk"`
+		X  string    `ddbindex:"by_x.pk,label=K"`
+		Y  string    `ddbindex:"by_y.pk,label=K"`
+	}
+	type namedAsBase struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=table,name=tickets"`
+		ID string    `ddbindex:"pk"`
+		X  string    `ddbindex:"by_x.pk"`
+	}
+	type anotherDefault struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=table"`
+		_  IndexSpec `ddbindex:"by_y,type=table,table=tickets-by_x"`
+		ID string    `ddbindex:"pk"`
+		X  string    `ddbindex:"by_x.pk"`
+		Y  string    `ddbindex:"by_y.pk"`
+	}
+	type keptTakesDefault struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=gsi,keep=table"`
+		_  IndexSpec `ddbindex:"by_y,type=table,name=tickets-by_x"`
+		ID string    `ddbindex:"pk"`
+		X  string    `ddbindex:"by_x.pk"`
+		Y  string    `ddbindex:"by_y.pk"`
+	}
+	type keptNamedAsBase struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=gsi,keep=table,table=tickets"`
+		ID string    `ddbindex:"pk"`
+		X  string    `ddbindex:"by_x.pk"`
+	}
+	type twoKept struct {
+		_  TableSpec `ddbindex:"tickets"`
+		_  IndexSpec `ddbindex:"by_x,type=table,keep=gsi,name=tickets-idx"`
+		_  IndexSpec `ddbindex:"by_y,type=gsi,keep=table,table=tickets-idx"`
+		ID string    `ddbindex:"pk"`
+		X  string    `ddbindex:"by_x.pk"`
+		Y  string    `ddbindex:"by_y.pk"`
+	}
+	mix := "their items would mix in one table"
+	ixCheckRules(t, []ixRule{
+		{"two index tables, one name", twoIndexTables{}, "", "by_y", []string{`the index table of index by_x and the index table of index by_y are both the table "tickets-idx"`, mix, "table=NAME"}},
+		{"an index table named as the base table", namedAsBase{}, "", "by_x", []string{`the base table and the index table of index by_x are both the table "tickets"`, mix}},
+		{"an index table named as another's default", anotherDefault{}, "", "by_y", []string{`the index table of index by_x and the index table of index by_y are both the table "tickets-by_x"`}},
+		{"a kept index table's default taken", keptTakesDefault{}, "", "by_y", []string{`the index table that index by_x keeps and the index table of index by_y`, `"tickets-by_x"`}},
+		{"a kept index table named as the base table", keptNamedAsBase{}, "", "by_x", []string{`the base table and the index table that index by_x keeps`, `"tickets"`}},
+		{"a declared and a kept index table, one name", twoKept{}, "", "by_y", []string{`the index table of index by_x and the index table that index by_y keeps`, `"tickets-idx"`}},
+	})
+}
+
+// TestNewRefusesTableNameMapping: the names Options.TableName gives the
+// tables are checked as the declared ones are, after the mapping.
+func TestNewRefusesTableNameMapping(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fn    func(string) string
+		index string // the error's Index
+		want  []string
+	}{
+		{"every table to one name", func(string) string { return "prod" }, "by_x",
+			[]string{`Options.TableName maps the base table, "pt-tickets", and the index table of index by_x, "pt-x", to one table "prod"`, "their items would mix"}},
+		{"an index table to the base table's name", func(s string) string {
+			if s == "pt-tickets-by_y" {
+				return "dev-pt-tickets"
+			}
+			return "dev-" + s
+		}, "by_y", []string{`the base table, "pt-tickets", and the index table of index by_y, "pt-tickets-by_y", to one table "dev-pt-tickets"`}},
+		{"a kept index table to another's name", func(s string) string {
+			if s == "pt-z" {
+				return "pt-x"
+			}
+			return s
+		}, "by_z", []string{`the index table of index by_x, "pt-x", and the index table that index by_z keeps, "pt-z", to one table "pt-x"`}},
+		{"the empty name", func(string) string { return "" }, "",
+			[]string{`Options.TableName maps the base table, "pt-tickets", to "", which is not a valid DynamoDB table name`}},
+		{"too short a name", func(s string) string {
+			if s == "pt-x" {
+				return "px"
+			}
+			return s
+		}, "by_x", []string{`maps the index table of index by_x, "pt-x", to "px", which is not a valid DynamoDB table name`}},
+		{"a character DynamoDB refuses", func(s string) string { return "dev/" + s }, "",
+			[]string{`to "dev/pt-tickets", which is not a valid DynamoDB table name`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, open := range map[string]func() (*Table[ptTables], error){
+				"New": func() (*Table[ptTables], error) { return New[ptTables](nil, func(o *Options) { o.TableName = tc.fn }) },
+				"NewReadOnly": func() (*Table[ptTables], error) {
+					return NewReadOnly[ptTables](nil, func(o *Options) { o.TableName = tc.fn })
+				},
+			} {
+				tb, err := open()
+				require.Nil(t, tb, name)
+				require.ErrorIs(t, err, ErrDeclaration, name)
+				var de *Error
+				require.ErrorAs(t, err, &de, name)
+				assert.Equal(t, "ddbindex.ptTables", de.Model, name)
+				assert.Equal(t, tc.index, de.Index, name)
+				for _, w := range tc.want {
+					assert.Contains(t, de.Reason, w, name)
+				}
+			}
+		})
+	}
+	tb, err := New[ptTables](nil, func(o *Options) { o.TableName = func(s string) string { return "dev." + s } })
+	require.NoError(t, err, "a prefix keeps the names apart")
+	assert.Equal(t, "dev.pt-tickets", tb.TableName())
+}
