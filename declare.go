@@ -468,6 +468,9 @@ func (p *declParser) attributes(avs avFieldSet) error {
 		if ft.Kind() == reflect.Pointer {
 			ft, ptr = ft.Elem(), true
 		}
+		if err := checkKeyAVOptions(ft, opts); err != nil {
+			return p.fail(sf.Name, "", "%v", err)
+		}
 		fl := &field{goName: sf.Name, attr: attr, index: sf.Index, typ: ft, ptr: ptr, omitEmpty: opts["omitempty"], unixTime: opts["unixtime"]}
 		var err error
 		if fl.canon, err = newEncoder(ft, 0, ""); err != nil {
@@ -851,6 +854,23 @@ func checkTaggedField(sf reflect.StructField, avs avFieldSet) error {
 		return fmt.Errorf("its attribute %q is hidden by field %s, which attributevalue stores instead (the shallower field, or the tagged one at the same depth, wins)", w.name, w.sf.Name)
 	}
 	return errors.New("attributevalue does not store this field, so it cannot be a key component")
+}
+
+// checkKeyAVOptions refuses the dynamodbav options that change how a key
+// field of type ft (pointer stripped) is stored so that it cannot key an
+// item as declared: nullempty stores a zero value as NULL, which no key
+// attribute holds and no key text reads, so the item would silently leave
+// the index; string stores a number as a String where every key of a number
+// field is read, and natively keyed, as a Number.
+func checkKeyAVOptions(ft reflect.Type, opts map[string]bool) error {
+	switch {
+	case opts["nullempty"]:
+		return errors.New(`dynamodbav:",nullempty" stores a zero value as NULL, which no key attribute can hold: the item would silently be left out of the index, or its write refused. ` +
+			`Remove nullempty; with omitempty instead, a zero value leaves the item out of the index (a sparse index)`)
+	case opts["string"] && storedAs(ft) == "N":
+		return fmt.Errorf(`dynamodbav:",string" stores the %s as a String, where a key component of a number type is a Number: remove the string option, or make the field a string`, ft)
+	}
+	return nil
 }
 
 // avTagOptions returns the options of a field's dynamodbav tag.

@@ -8,8 +8,9 @@ import (
 )
 
 // Tests of the declarations New refuses because of how items would be
-// stored: two forms in one physical table, as declared and as
-// Options.TableName maps the names.
+// stored: two forms in one physical table (as declared, and as
+// Options.TableName maps the names), and key fields whose dynamodbav
+// options store them otherwise than their keys read them.
 
 // ptTables declares every way an index has a table of its own, each under a
 // name of its own: index tables named and by default, and an index table
@@ -154,4 +155,67 @@ func TestNewRefusesTableNameMapping(t *testing.T) {
 	tb, err := New[ptTables](nil, func(o *Options) { o.TableName = func(s string) string { return "dev." + s } })
 	require.NoError(t, err, "a prefix keeps the names apart")
 	assert.Equal(t, "dev.pt-tickets", tb.TableName())
+}
+
+// TestDeclarationKeyStorageOptions: a key field whose dynamodbav options
+// store it otherwise than its keys read it is refused; the same options on
+// a field that keys nothing, and omitempty on a key field, are not.
+func TestDeclarationKeyStorageOptions(t *testing.T) {
+	t.Parallel()
+	type stringInt struct {
+		_  TableSpec `ddbindex:"tickets"`
+		ID int64     `dynamodbav:"id,string" ddbindex:"pk"`
+	}
+	type stringUintComponent struct {
+		_    TableSpec `ddbindex:"tickets"`
+		_    IndexSpec `ddbindex:"by_n,type=table"`
+		ID   string    `dynamodbav:"id" ddbindex:"pk"`
+		Rank *uint16   `dynamodbav:"rank,omitempty,string" ddbindex:"by_n.sk,width=5"`
+	}
+	type stringFloatComponent struct {
+		_     TableSpec `ddbindex:"tickets"`
+		_     IndexSpec `ddbindex:"by_s,type=gsi,pk=GPK,sk=GSK"`
+		ID    string    `dynamodbav:"id" ddbindex:"pk;by_s.pk"`
+		Score float64   `dynamodbav:"score,string" ddbindex:"by_s.sk"`
+	}
+	type nullEmptyBase struct {
+		_  TableSpec `ddbindex:"tickets"`
+		ID string    `dynamodbav:"id,nullempty" ddbindex:"pk"`
+	}
+	type nullEmptyComponent struct {
+		_    TableSpec `ddbindex:"tickets"`
+		_    IndexSpec `ddbindex:"by_p,type=gsi,pk=GP,sk=GS"`
+		ID   string    `dynamodbav:"id" ddbindex:"pk;by_p.pk"`
+		Prio int       `dynamodbav:"prio,nullempty" ddbindex:"by_p.sk,width=3"`
+	}
+	type nullEmptyNative struct {
+		_     TableSpec `ddbindex:"tickets"`
+		_     IndexSpec `ddbindex:"by_o,type=native-gsi"`
+		ID    string    `dynamodbav:"id" ddbindex:"pk"`
+		Owner *string   `dynamodbav:"owner,nullempty" ddbindex:"by_o.pk"`
+	}
+	ixCheckRules(t, []ixRule{
+		{"string on an int64 base key", stringInt{}, "ID", "", []string{`dynamodbav:",string" stores the int64 as a String`, "a Number"}},
+		{"string on a uint16 index sort component", stringUintComponent{}, "Rank", "", []string{`stores the uint16 as a String`}},
+		{"string on a float64 GSI component", stringFloatComponent{}, "Score", "", []string{`stores the float64 as a String`}},
+		{"nullempty on a base key", nullEmptyBase{}, "ID", "", []string{`dynamodbav:",nullempty" stores a zero value as NULL`, "Remove nullempty", "omitempty"}},
+		{"nullempty on a GSI component", nullEmptyComponent{}, "Prio", "", []string{`dynamodbav:",nullempty"`}},
+		{"nullempty on a native-gsi key attribute", nullEmptyNative{}, "Owner", "", []string{`dynamodbav:",nullempty"`}},
+	})
+
+	// The options on fields that key nothing, a string field's own
+	// ",string", and omitempty (a sparse index) on a key field are accepted.
+	type accepted struct {
+		_     TableSpec `ddbindex:"tickets"`
+		_     IndexSpec `ddbindex:"by_p,type=gsi,pk=GP,sk=GS"`
+		ID    string    `dynamodbav:"id,string" ddbindex:"pk;by_p.pk"`
+		Prio  int       `dynamodbav:"prio,omitempty" ddbindex:"by_p.sk,width=3"`
+		Count int64     `dynamodbav:"count,string"`
+		Note  string    `dynamodbav:"note,nullempty"`
+	}
+	tb, err := New[accepted](nil)
+	require.NoError(t, err)
+	av, err := tb.Marshal(accepted{ID: "a", Prio: 0, Count: 3})
+	require.NoError(t, err)
+	assert.NotContains(t, av, "GS", "with omitempty, a zero Prio leaves the item out of by_p")
 }
