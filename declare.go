@@ -458,6 +458,15 @@ func (p *declParser) attributes(avs avFieldSet) error {
 			if k := sf.Type.Kind(); k < reflect.Int || k > reflect.Uint64 {
 				return p.fail(sf.Name, "", "a version field must be an integer, not %s", sf.Type)
 			}
+			if bits := sf.Type.Bits(); bits < 64 {
+				// Every write increments it: a narrower one would wrap
+				// around to a version the item had before, or a negative one.
+				most := uint64(1)<<bits - 1
+				if sf.Type.Kind() < reflect.Uint {
+					most >>= 1
+				}
+				return p.fail(sf.Name, "", "a version field must be 64 bits wide (int64 or uint64), not %s: every write increments it, and it would wrap around after %d writes", sf.Type, most)
+			}
 			if s.version != nil {
 				return p.fail(sf.Name, "", "a second version field (the first is %s)", s.version.goName)
 			}

@@ -1,6 +1,8 @@
 package ddbindex
 
 import (
+	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,8 +11,9 @@ import (
 
 // Tests of the declarations New refuses because of how items would be
 // stored: two forms in one physical table (as declared, and as
-// Options.TableName maps the names), and key fields whose dynamodbav
-// options store them otherwise than their keys read them.
+// Options.TableName maps the names), key fields whose dynamodbav options
+// store them otherwise than their keys read them, and version fields that
+// would wrap around.
 
 // ptTables declares every way an index has a table of its own, each under a
 // name of its own: index tables named and by default, and an index table
@@ -218,4 +221,75 @@ func TestDeclarationKeyStorageOptions(t *testing.T) {
 	av, err := tb.Marshal(accepted{ID: "a", Prio: 0, Count: 3})
 	require.NoError(t, err)
 	assert.NotContains(t, av, "GS", "with omitempty, a zero Prio leaves the item out of by_p")
+}
+
+// TestDeclarationVersionWidth: a version field narrower than 64 bits would
+// wrap around; it is refused, and the 64-bit integers are accepted.
+func TestDeclarationVersionWidth(t *testing.T) {
+	t.Parallel()
+	type ver8 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V int8      `ddbindex:"version"`
+	}
+	type ver16 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V int16     `ddbindex:"version"`
+	}
+	type ver32 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V int32     `ddbindex:"version"`
+	}
+	type uver8 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V uint8     `ddbindex:"version"`
+	}
+	type uver16 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V uint16    `ddbindex:"version"`
+	}
+	type uver32 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V uint32    `dynamodbav:"v" ddbindex:"version"`
+	}
+	rule := func(typ string, writes uint64) []string {
+		return []string{"a version field must be 64 bits wide (int64 or uint64), not " + typ, "it would wrap around after " + strconv.FormatUint(writes, 10) + " writes"}
+	}
+	ixCheckRules(t, []ixRule{
+		{"int8", ver8{}, "V", "", rule("int8", 127)},
+		{"int16", ver16{}, "V", "", rule("int16", 32767)},
+		{"int32", ver32{}, "V", "", rule("int32", 2147483647)},
+		{"uint8", uver8{}, "V", "", rule("uint8", 255)},
+		{"uint16", uver16{}, "V", "", rule("uint16", 65535)},
+		{"uint32", uver32{}, "V", "", rule("uint32", 4294967295)},
+	})
+
+	type ver64 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V int64     `ddbindex:"version"`
+	}
+	type uver64 struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V uint64    `ddbindex:"version"`
+	}
+	type verInt struct {
+		_ TableSpec `ddbindex:"tickets"`
+		P string    `ddbindex:"pk"`
+		V int       `ddbindex:"version"`
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[ver64](), reflect.TypeFor[uver64](), reflect.TypeFor[verInt]()} {
+		_, err := schemaFor(typ)
+		if typ == reflect.TypeFor[verInt]() && strconv.IntSize < 64 {
+			require.ErrorIs(t, err, ErrDeclaration, "an int is 32 bits here")
+			continue
+		}
+		require.NoError(t, err, typ.String())
+	}
 }

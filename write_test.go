@@ -462,7 +462,7 @@ func TestWriteErrorsFromDynamoDB(t *testing.T) {
 type wrUintVer struct {
 	_   TableSpec `ddbindex:"wr-uint"`
 	K   string    `dynamodbav:"k" ddbindex:"pk"`
-	Ver uint32    `dynamodbav:"ver" ddbindex:"version"`
+	Ver uint64    `dynamodbav:"ver" ddbindex:"version"`
 }
 
 func TestWriteUnsignedVersion(t *testing.T) {
