@@ -378,7 +378,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 	s, err := NewShadows(ShadowOptions{Rate: 1, MaxConcurrent: 8, Recheck: time.Millisecond})
 	require.NoError(t, err)
 	mismatch := event(func(context.Context, bool) (*Mismatch, error) {
-		return &Mismatch{Kind: MismatchMissing}, nil
+		return &Mismatch{Kind: MismatchMissing, Keys: []string{"k1"}}, nil
 	})
 	for range 5 {
 		s.ObserveRead(context.Background(), mismatch)
