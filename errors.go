@@ -86,6 +86,15 @@ var (
 	// (code DDBX-602).
 	ErrTooManyActions = &codedError{"DDBX-602", "transaction exceeds 100 actions"}
 
+	// ErrOutcomeUnknown: a write failed after DynamoDB may have applied it
+	// (a timeout, a reset connection, a 5xx answer), and nothing tells
+	// whether it did: an Update that adds to a number or sets an operand
+	// (arithmetic, list_append), which the SDK does not send again, and
+	// whose write token the item does not hold when read back (code
+	// DDBX-605). [IsTransient] is false: sending it again may apply it
+	// twice. Read the item to see whether the change is there.
+	ErrOutcomeUnknown = &codedError{"DDBX-605", "write outcome unknown"}
+
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
 	// same key, an item without its key values or with a key DynamoDB would
 	// refuse, a Number DynamoDB would refuse anywhere in an item or an
@@ -182,6 +191,9 @@ func Code(err error) string {
 //     version 3; found it live at version 4: another write came first;
 //     re-read it (now version 4) and apply your change to that copy"; Err is
 //     the DynamoDB error, if any (the SDK's).
+//   - ErrOutcomeUnknown: Op is the write ("update"); Reason says why the
+//     outcome is unknown and what to do; Err is the DynamoDB error (the
+//     SDK's).
 //   - ErrDynamoDB: a failed call to DynamoDB, DynamoDB Streams, or the
 //     checkpoint store of a stream consumer or of migrate.Backfill. Op is
 //     the call: an API operation such as "Query", "PutItem" or

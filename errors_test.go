@@ -43,6 +43,7 @@ var erSentinels = map[string]error{
 	"ErrKeyChange":      ErrKeyChange,
 	"ErrTooManyActions": ErrTooManyActions,
 	"ErrInvalidWrite":   ErrInvalidWrite,
+	"ErrOutcomeUnknown": ErrOutcomeUnknown,
 	"ErrUnsupported":    ErrUnsupported,
 	"ErrStreamGap":      ErrStreamGap,
 	"ErrPoisonRecord":   ErrPoisonRecord,
@@ -436,6 +437,14 @@ func erCases() []erCase {
 			require.Equal(t, tb.TableName(), ce.Table)
 			require.True(t, IsTransient(ce), "unprocessed keys are worth asking for later")
 			require.True(t, IsTransient(err))
+			return err
+		}},
+		{"an Update that adds to a number, answered with a 5xx", "ErrOutcomeUnknown", new(*Error), func(t *testing.T) error {
+			f, c, _ := rtTables[rtCounter](t, faults.Script(map[string][]faults.Kind{"UpdateItem": {faults.ServerError}}))
+			_, err := c.Put(t.Context(), rtCounter{ID: "c"})
+			require.NoError(t, err)
+			err = f.Update(t.Context(), rtCounter{ID: "c"}, Add("n", 1))
+			require.False(t, IsTransient(err))
 			return err
 		}},
 		{"a canceled context", "ErrDynamoDB", new(*Error), func(t *testing.T) error {

@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ddbindex/ddbindex/internal/retry"
@@ -58,8 +59,12 @@ func retryCall[R any](ctx context.Context, o RetryOptions, op string, fn func() 
 // the SDK giving up on one of those (its retry attempts or its retry quota
 // used up). migrate.Backfill and the stream package's consumer retry
 // such errors themselves (see [RetryOptions]), and the consumer's Run goes
-// on polling after them. A canceled or expired context is not transient.
-func IsTransient(err error) bool { return retry.IsTransient(err) }
+// on polling after them. A canceled or expired context is not transient,
+// nor is [ErrOutcomeUnknown]: the write may have been applied, and sending
+// it again may apply it twice.
+func IsTransient(err error) bool {
+	return !errors.Is(err, ErrOutcomeUnknown) && retry.IsTransient(err)
+}
 
 // isValidation reports whether DynamoDB refused a request as invalid: an
 // item over 400 KB, a key value over its size limit, and the like. Retrying

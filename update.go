@@ -95,6 +95,8 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 	}
 	v := t.version(&key)
 	token := newToken()
+	// Applying it twice in a row leaves the same item: the SDK may resend it.
+	once := idempotent(ops)
 	var cur map[string]types.AttributeValue // the item as read, when up.read
 	for attempt := 0; ; attempt++ {
 		if up.read {
@@ -112,9 +114,16 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 			return err
 		}
 		var att attempts
-		_, err = t.client.UpdateItem(ctx, in, att.with(optFns)...)
+		opts := att.with(optFns)
+		if !once {
+			opts = append(opts, noResend) // see resend.go
+		}
+		_, err = t.client.UpdateItem(ctx, in, opts...)
 		if err == nil {
 			return nil
+		}
+		if !once && mayHaveApplied(err, &att) {
+			return t.updateOutcome(ctx, err, key0, token, optFns)
 		}
 		what := t.updateExpected(up, v, cur)
 		found, done := t.failedOn(ctx, "update", err, what, key0, &att, optFns)

@@ -256,8 +256,11 @@ const throughAttempts = 8
 // the stored item, when the item changed between the read and the
 // transaction (the base action, first, failed its condition), or, for a
 // creation (creating: a Put at version 0), when the base action found a
-// tombstone: the item read live was deleted since, and a creation takes a
-// tombstone for absent, as a Put that reads nothing does. With a version
+// tombstone (the item read live was deleted since, and a creation takes a
+// tombstone for absent, as a Put that reads nothing does) or found no item
+// (the tombstone it read is gone, deleted by TTL: the key is free; a
+// creation over no item fails only on an item, which DynamoDB returns).
+// With a version
 // field a changed item is otherwise a conflict for the caller to resolve.
 func (t *Table[T]) again(ctx context.Context, err error, attempt int, creating bool) bool {
 	var tce *types.TransactionCanceledException
@@ -270,7 +273,7 @@ func (t *Table[T]) again(ctx context.Context, err error, attempt int, creating b
 		case "TransactionConflict":
 			retry = true
 		case "ConditionalCheckFailed":
-			retry = retry || (i == 0 && (t.s.version == nil || (creating && t.opts.isTombstone(r.Item))))
+			retry = retry || (i == 0 && (t.s.version == nil || (creating && (len(r.Item) == 0 || t.opts.isTombstone(r.Item)))))
 		}
 	}
 	if !retry {
@@ -483,7 +486,9 @@ func newToken() string { return rand.Text() }
 
 // withToken adds a write token to an update the library builds: it is
 // written with the update, and the update is conditioned on the item not
-// holding it already.
+// holding it already. That keeps a retry from being applied over the call's
+// own write, not over another writer's after it: Update keeps the SDK from
+// resending an update that a second application would change (resend.go).
 func (t *Table[T]) withToken(upd expression.UpdateBuilder, cond expression.ConditionBuilder, token string) (expression.UpdateBuilder, expression.ConditionBuilder) {
 	n := expression.Name(t.opts.WriteTokenAttr)
 	return upd.Set(n, expression.Value(token)), cond.And(n.AttributeNotExists().Or(n.NotEqual(expression.Value(token))))

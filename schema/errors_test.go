@@ -38,6 +38,7 @@ var scSentinels = map[string]error{
 	"ErrKeyChange":      ddbindex.ErrKeyChange,
 	"ErrTooManyActions": ddbindex.ErrTooManyActions,
 	"ErrInvalidWrite":   ddbindex.ErrInvalidWrite,
+	"ErrOutcomeUnknown": ddbindex.ErrOutcomeUnknown,
 	"ErrUnsupported":    ddbindex.ErrUnsupported,
 	"ErrStreamGap":      ddbindex.ErrStreamGap,
 	"ErrPoisonRecord":   ddbindex.ErrPoisonRecord,

@@ -39,6 +39,7 @@ var stSentinels = map[string]error{
 	"ErrKeyChange":      ddbindex.ErrKeyChange,
 	"ErrTooManyActions": ddbindex.ErrTooManyActions,
 	"ErrInvalidWrite":   ddbindex.ErrInvalidWrite,
+	"ErrOutcomeUnknown": ddbindex.ErrOutcomeUnknown,
 	"ErrUnsupported":    ddbindex.ErrUnsupported,
 	"ErrStreamGap":      ddbindex.ErrStreamGap,
 	"ErrPoisonRecord":   ddbindex.ErrPoisonRecord,
