@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -45,16 +46,30 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 	}
 	if !t.writeThrough() {
 		cond, what, ok := t.guard(expected, nil, false)
-		cur, err := t.putItem(ctx, p, cond, what, ok, expected, optFns)
-		if err == nil || t.s.version == nil || expected != 0 || !t.opts.isTombstone(cur) {
-			return item, err
+		over := false // the last attempt created the item over a tombstone
+		for attempt := 0; ; attempt++ {
+			cur, err := t.putItem(ctx, p, cond, what, ok, expected, optFns)
+			if err == nil || t.s.version == nil || expected != 0 || !errors.Is(err, ErrConflict) || attempt+1 >= throughAttempts {
+				return item, err
+			}
+			switch {
+			case t.opts.isTombstone(cur):
+				// The key holds a tombstone, which counts as absent:
+				// create the item again over it.
+				var next uint64
+				cond, what, next = t.overTombstone(cur)
+				t.setStoredVersion(&item, p.av, next)
+				ok, over = true, true
+			case over && len(cur) == 0:
+				// The tombstone is gone (TTL deleted it): the key is
+				// free, and the item is created as a new one.
+				cond, what, ok = t.guard(expected, nil, false)
+				t.setStoredVersion(&item, p.av, expected+1)
+				over = false
+			default:
+				return item, err
+			}
 		}
-		// The key holds a tombstone, which counts as absent: create the
-		// item again over it.
-		cond, what, next := t.overTombstone(cur)
-		t.setStoredVersion(&item, p.av, next)
-		_, err = t.putItem(ctx, p, cond, what, true, expected, optFns)
-		return item, err
 	}
 	for attempt := 0; ; attempt++ {
 		err := t.putThrough(ctx, &item, p, expected, optFns)
