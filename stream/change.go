@@ -39,7 +39,11 @@ func ChangeFromRecord(r streamtypes.Record) (ddbindex.Change, error) {
 	if c.New, err = streamImage(sr.NewImage); err != nil {
 		return ddbindex.Change{}, fmt.Errorf("%w: record %s: new image: %w", ddbindex.ErrStreamRecord, c.Version, err)
 	}
-	return c, checkImages(string(r.EventName), c, string(sr.StreamViewType))
+	keys, err := streamImage(sr.Keys)
+	if err != nil {
+		return ddbindex.Change{}, fmt.Errorf("%w: record %s: keys: %w", ddbindex.ErrStreamRecord, c.Version, err)
+	}
+	return c, checkImages(string(r.EventName), c, keys, string(sr.StreamViewType))
 }
 
 // ChangeFromLambdaRecord converts an AWS Lambda DynamoDB stream event record
@@ -59,7 +63,11 @@ func ChangeFromLambdaRecord(r events.DynamoDBEventRecord) (ddbindex.Change, erro
 	if c.New, err = lambdaImage(r.Change.NewImage); err != nil {
 		return ddbindex.Change{}, fmt.Errorf("%w: record %s: new image: %w", ddbindex.ErrStreamRecord, c.Version, err)
 	}
-	return c, checkImages(r.EventName, c, r.Change.StreamViewType)
+	keys, err := lambdaImage(r.Change.Keys)
+	if err != nil {
+		return ddbindex.Change{}, fmt.Errorf("%w: record %s: keys: %w", ddbindex.ErrStreamRecord, c.Version, err)
+	}
+	return c, checkImages(r.EventName, c, keys, r.Change.StreamViewType)
 }
 
 // ApplyLambdaEvent applies every record of a Lambda DynamoDB stream event to
@@ -88,14 +96,37 @@ func ApplyLambdaEvent[T any](ctx context.Context, t *ddbindex.Table[T], ev event
 
 var errNilTable = fmt.Errorf("%w: stream: a nil *ddbindex.Table", ddbindex.ErrInvalidWrite)
 
-// checkImages checks that a change holds the images its event needs; an
-// empty image is none.
-func checkImages(event string, c ddbindex.Change, view string) error {
+// checkImages checks that a change holds the images its event needs, and
+// only those (an empty image is none): an INSERT has no old image, a REMOVE
+// no new one, since DynamoDB sends none. A record that has one anyway is
+// not a change of one item that the index writes could follow: a REMOVE
+// with a new image would leave the deleted item's entries in place. Each
+// image holds the record's keys (the base key of the item it changed), when
+// the record has them (DynamoDB always sends them): a MODIFY whose images
+// are of two items is refused.
+func checkImages(event string, c ddbindex.Change, keys map[string]types.AttributeValue, view string) error {
 	switch {
-	case event == "INSERT" && len(c.New) == 0, event == "MODIFY" && (len(c.New) == 0 || len(c.Old) == 0), event == "REMOVE" && len(c.Old) == 0:
-		return fmt.Errorf("%w: %s record %s lacks an image; the stream view type must be NEW_AND_OLD_IMAGES (it is %q)", ddbindex.ErrStreamRecord, event, c.Version, view)
 	case event != "INSERT" && event != "MODIFY" && event != "REMOVE":
 		return fmt.Errorf("%w: record %s: unknown stream event %q", ddbindex.ErrStreamRecord, c.Version, event)
+	case event == "INSERT" && len(c.New) == 0, event == "MODIFY" && (len(c.New) == 0 || len(c.Old) == 0), event == "REMOVE" && len(c.Old) == 0:
+		return fmt.Errorf("%w: %s record %s lacks an image; the stream view type must be NEW_AND_OLD_IMAGES (it is %q)", ddbindex.ErrStreamRecord, event, c.Version, view)
+	case event == "INSERT" && len(c.Old) > 0:
+		return fmt.Errorf("%w: INSERT record %s has an old image: an inserted item had none", ddbindex.ErrStreamRecord, c.Version)
+	case event == "REMOVE" && len(c.New) > 0:
+		return fmt.Errorf("%w: REMOVE record %s has a new image: a removed item has none", ddbindex.ErrStreamRecord, c.Version)
+	}
+	for _, img := range []struct {
+		which string
+		img   map[string]types.AttributeValue
+	}{{"old", c.Old}, {"new", c.New}} {
+		if len(img.img) == 0 {
+			continue
+		}
+		for name, k := range keys {
+			if v, ok := img.img[name]; !ok || !av.Equal(v, k) {
+				return fmt.Errorf("%w: %s record %s: its %s image is not of the item its keys name (key attribute %s differs)", ddbindex.ErrStreamRecord, event, c.Version, img.which, name)
+			}
+		}
 	}
 	return nil
 }
