@@ -97,7 +97,7 @@ func (t *Table[T]) newBackfill(index string) (*backfiller[T], error) {
 	d = d.backfilled()
 	b := &backfiller[T]{t: t, d: d, key: t.TableName() + "#" + d.name + "#" + d.kind.String()}
 	if d.ownTable {
-		cond, err := expression.NewBuilder().WithCondition(expression.Name(t.opts.VersionAttr).AttributeNotExists()).Build()
+		cond, err := expression.NewBuilder().WithCondition(expression.NameNoDotSplit(t.opts.VersionAttr).AttributeNotExists()).Build()
 		if err != nil {
 			return nil, writeErr("%w", err)
 		}

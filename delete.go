@@ -108,10 +108,10 @@ func (t *Table[T]) deleteAction(expected uint64, key, old map[string]types.Attri
 	}
 	upd := t.softDeleteMark()
 	if t.s.version != nil {
-		upd = upd.Set(expression.Name(t.s.version.attr), expression.Value(expected+1))
+		upd = upd.Set(expression.NameNoDotSplit(t.s.version.attr), expression.Value(expected+1))
 	}
 	if !hasCond {
-		cond, what = expression.Name(t.s.base.pk.attr).AttributeExists(), "the item exists"
+		cond, what = expression.NameNoDotSplit(t.s.base.pk.attr).AttributeExists(), "the item exists"
 	}
 	token := newToken()
 	upd, cond = t.withToken(upd, cond, token)

@@ -536,7 +536,7 @@ func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*
 //
 //	attribute_not_exists(#ver) OR attribute_type(#ver, N) OR #ver < :version
 func (t *Table[T]) versionCondition(version string) expression.ConditionBuilder {
-	v := expression.Name(t.opts.VersionAttr)
+	v := expression.NameNoDotSplit(t.opts.VersionAttr)
 	av, _ := versionValue(version)
 	cond := v.AttributeNotExists()
 	if _, ok := av.(*types.AttributeValueMemberS); ok {

@@ -98,7 +98,7 @@ func (t *Table[T]) moveThrough(ctx context.Context, expected uint64, pf, pt *pre
 // write-through mode), and the put at the new key, conditioned on nothing
 // being there.
 func (t *Table[T]) moveActions(expected uint64, pf, pt *prepared, old map[string]types.AttributeValue, writeThrough bool) ([]action, error) {
-	cond := expression.Name(t.s.base.pk.attr).AttributeExists()
+	cond := expression.NameNoDotSplit(t.s.base.pk.attr).AttributeExists()
 	what := "the old key " + keyString(pf.key) + " holds the item"
 	if t.s.softDelete {
 		// A tombstone is absent to a caller: there is nothing to move.
@@ -117,7 +117,7 @@ func (t *Table[T]) moveActions(expected uint64, pf, pt *prepared, old map[string
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}}}
-	put, err := t.putAction(pt.av, expression.Name(t.s.base.pk.attr).AttributeNotExists(), "the new key "+keyString(pt.key)+" is free",
+	put, err := t.putAction(pt.av, expression.NameNoDotSplit(t.s.base.pk.attr).AttributeNotExists(), "the new key "+keyString(pt.key)+" is free",
 		func(cur map[string]types.AttributeValue) string {
 			ver := ""
 			if v := t.storedVersion(cur); v != "" {

@@ -83,6 +83,10 @@ func (q Query[T]) After(cursor string) Query[T] { q.cursor = cursor; return q }
 //
 //	((attribute_not_exists(_deleted)) OR (_deleted <> true)) AND
 //	((prio > 2) AND (attribute_exists(assignee)))
+//
+// The condition's names are the caller's: expression.Name reads "a.b" as
+// the path a, then b; an attribute whose name holds a dot is
+// expression.NameNoDotSplit("a.b").
 func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
 	if q.filter != nil {
 		c = q.filter.And(c)
@@ -96,7 +100,8 @@ func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
 // ddbindex:"deleted", which reads it). Each call adds its attributes to those of earlier calls, in
 // the order first named, each once: Project("title").Project("prio",
 // "title") reads title, prio and the keys. A Query without Project reads
-// every attribute.
+// every attribute. Each name is an attribute's, taken whole, never a path:
+// Project("user.id") reads the attribute named user.id.
 func (q Query[T]) Project(attrs ...string) Query[T] {
 	names := slices.Clip(q.project) // a copy shares the array: append copies
 	for _, a := range attrs {
@@ -380,9 +385,9 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 				names = append(names, k.attr)
 			}
 		}
-		p := expression.NamesList(expression.Name(names[0]))
+		p := expression.NamesList(expression.NameNoDotSplit(names[0]))
 		for _, n := range names[1:] {
-			p = p.AddNames(expression.Name(n))
+			p = p.AddNames(expression.NameNoDotSplit(n))
 		}
 		b, built = b.WithProjection(p), true
 	}

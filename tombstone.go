@@ -26,7 +26,7 @@ import (
 //
 //	attribute_not_exists(#deleted) OR #deleted <> :true
 func liveCondition(o *settings) expression.ConditionBuilder {
-	return live(expression.Name(o.DeletedAttr))
+	return live(expression.NameNoDotSplit(o.DeletedAttr))
 }
 
 // live is the filter that keeps live entries only, with n naming the
@@ -89,8 +89,8 @@ func (t *Table[T]) markTombstone(e map[string]types.AttributeValue) {
 // softDeleteMark is the update that makes a softdelete model's base item a
 // tombstone (Delete's soft delete): the same marks as markTombstone.
 func (t *Table[T]) softDeleteMark() expression.UpdateBuilder {
-	return expression.Set(expression.Name(t.opts.DeletedAttr), expression.Value(true)).
-		Set(expression.Name(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
+	return expression.Set(expression.NameNoDotSplit(t.opts.DeletedAttr), expression.Value(true)).
+		Set(expression.NameNoDotSplit(t.opts.TTLAttr), expression.Value(t.tombstoneExpiry()))
 }
 
 // tombstoneMarkBytes is the size, as DynamoDB counts it, that the marks add
@@ -118,8 +118,8 @@ func (t *Table[T]) tombstoneExpiry() int64 { return t.opts.Now().Add(t.opts.Rete
 // tombstone's, so that versions never go back and a copy read before the
 // delete still conflicts.
 func (t *Table[T]) overTombstone(old map[string]types.AttributeValue) (expression.ConditionBuilder, string, uint64) {
-	dead := expression.Name(t.opts.DeletedAttr).Equal(expression.Value(true))
-	ver := expression.Name(t.s.version.attr)
+	dead := expression.NameNoDotSplit(t.opts.DeletedAttr).Equal(expression.Value(true))
+	ver := expression.NameNoDotSplit(t.s.version.attr)
 	v := t.storedVersion(old)
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {

@@ -156,7 +156,7 @@ func (t *Table[T]) keyOf(item *T) (map[string]types.AttributeValue, keyTexts, er
 // as read, or does not exist when old is nil. It returns ok=false when no
 // condition is needed.
 func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, writeThrough bool) (expression.ConditionBuilder, string, bool) {
-	pk := expression.Name(t.s.base.pk.attr)
+	pk := expression.NameNoDotSplit(t.s.base.pk.attr)
 	if t.s.version != nil {
 		var cond expression.ConditionBuilder
 		var what string
@@ -166,7 +166,7 @@ func (t *Table[T]) guard(expected uint64, old map[string]types.AttributeValue, w
 		case expected == 0:
 			cond, what, _ = t.overTombstone(old)
 		default:
-			cond, what = expression.Name(t.s.version.attr).Equal(expression.Value(expected)), fmt.Sprintf("the item is at version %d", expected)
+			cond, what = expression.NameNoDotSplit(t.s.version.attr).Equal(expression.Value(expected)), fmt.Sprintf("the item is at version %d", expected)
 		}
 		switch {
 		case writeThrough && old != nil:
@@ -220,9 +220,9 @@ func (t *Table[T]) asRead(old map[string]types.AttributeValue) expression.Condit
 	names = slices.Compact(names)
 	conds := make([]expression.ConditionBuilder, len(names))
 	for i, a := range names {
-		conds[i] = expression.Name(a).AttributeNotExists()
+		conds[i] = expression.NameNoDotSplit(a).AttributeNotExists()
 		if v, ok := old[a]; ok {
-			conds[i] = expression.Name(a).Equal(expression.Value(v))
+			conds[i] = expression.NameNoDotSplit(a).Equal(expression.Value(v))
 		}
 	}
 	// One flat AND (names holds at least the tombstone mark and the token).
@@ -490,7 +490,7 @@ func newToken() string { return rand.Text() }
 // own write, not over another writer's after it: Update keeps the SDK from
 // resending an update that a second application would change (resend.go).
 func (t *Table[T]) withToken(upd expression.UpdateBuilder, cond expression.ConditionBuilder, token string) (expression.UpdateBuilder, expression.ConditionBuilder) {
-	n := expression.Name(t.opts.WriteTokenAttr)
+	n := expression.NameNoDotSplit(t.opts.WriteTokenAttr)
 	return upd.Set(n, expression.Value(token)), cond.And(n.AttributeNotExists().Or(n.NotEqual(expression.Value(token))))
 }
 
