@@ -23,7 +23,7 @@ import (
 // optFns are applied to every request Delete sends, as the SDK's own
 // per-call options.
 func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (err error) {
-	if err := t.usable("Delete", ErrInvalidWrite, optFns...); err != nil {
+	if err := t.callable(ctx, "Delete", ErrInvalidWrite, optFns...); err != nil {
 		return err
 	}
 	ctx, c := t.tel.start(ctx, opDelete, t.s.base)
@@ -31,7 +31,10 @@ func (t *Table[T]) Delete(ctx context.Context, item T, optFns ...func(*dynamodb.
 	if err := t.writable("Delete"); err != nil {
 		return err
 	}
-	expected := t.version(&item)
+	expected, err := t.version(&item)
+	if err != nil {
+		return err
+	}
 	if t.s.version != nil && expected == 0 {
 		return writeErr("Delete of %s needs the item's current version (it is 0)", t.s.model)
 	}

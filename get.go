@@ -26,7 +26,7 @@ const maxBatchGetKeys = 100
 // optFns are applied to the GetItem request, as the SDK's own per-call
 // options.
 func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
-	if err := t.usable("Get", ErrInvalidQuery, optFns...); err != nil {
+	if err := t.callable(ctx, "Get", ErrInvalidQuery, optFns...); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -72,7 +72,7 @@ func (t *Table[T]) Get(ctx context.Context, key T, optFns ...func(*dynamodb.Opti
 // optFns are applied to every request BatchGet sends, as the SDK's own
 // per-call options.
 func (t *Table[T]) BatchGet(ctx context.Context, keys []T, optFns ...func(*dynamodb.Options)) (items []T, err error) {
-	if err := t.usable("BatchGet", ErrInvalidQuery, optFns...); err != nil {
+	if err := t.callable(ctx, "BatchGet", ErrInvalidQuery, optFns...); err != nil {
 		return nil, err
 	}
 	ctx, c := t.tel.start(ctx, opBatchGet, t.s.base)

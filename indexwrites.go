@@ -85,6 +85,9 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 		if len(img.img) == 0 {
 			return nil, fmt.Errorf("%w: change %s: the %s image is empty", ErrStreamRecord, c.Version, img.which)
 		}
+		if err := checkValues(img.img); err != nil {
+			return nil, fmt.Errorf("%w: change %s: the %s image: %w", ErrInvalidWrite, c.Version, img.which, err)
+		}
 		if err := t.checkBaseKey(img.which, img.img); err != nil {
 			return nil, err
 		}
@@ -143,6 +146,9 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	}
 	if len(out) == 0 {
 		return nil, nil
+	}
+	if err := checkEntrySizes(out, 0); err != nil {
+		return nil, fmt.Errorf("change %s: %w", c.Version, err)
 	}
 	return out, nil
 }
@@ -493,7 +499,7 @@ func (s *ApplyStats) add(o ApplyStats) {
 // optFns are applied to every request Apply sends, as the SDK's own per-call
 // options.
 func (t *Table[T]) Apply(ctx context.Context, changes []Change, optFns ...func(*dynamodb.Options)) (st ApplyStats, err error) {
-	if err := t.usable("Apply", ErrInvalidWrite, optFns...); err != nil {
+	if err := t.callable(ctx, "Apply", ErrInvalidWrite, optFns...); err != nil {
 		return st, err
 	}
 	ctx, ic := t.tel.start(ctx, opApply, t.s.base)

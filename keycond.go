@@ -583,8 +583,8 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 	return av, texts, nil
 }
 
-// filterOffKeys refuses a filter that names a key attribute of d, a
-// multi-attribute GSI: DynamoDB refuses a FilterExpression that references
+// filterOffKeys refuses a filter that names a key attribute of d (of any
+// kind: the base table, a GSI, an LSI, an index table): DynamoDB refuses a FilterExpression that references
 // a key attribute of the index it queries.
 func (d *layout) filterOffKeys(c expression.ConditionBuilder) error {
 	fe, err := expression.NewBuilder().WithFilter(c).Build()

@@ -55,7 +55,7 @@ func (t *Table[T]) marshal(item *T) (map[string]types.AttributeValue, keyTexts, 
 	if d := t.s.deleted; d != nil && d.attr != "" {
 		delete(av, d.attr) // filled by reads, never stored
 	}
-	if err := checkNumbers(av); err != nil {
+	if err := checkValues(av); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidWrite, t.s.model, err)
 	}
 	texts, err := t.s.storedTexts(reflect.ValueOf(item).Elem(), av)

@@ -24,7 +24,7 @@ import (
 // optFns are applied to every request Move sends, as the SDK's own per-call
 // options.
 func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
-	if err := t.usable("Move", ErrInvalidWrite, optFns...); err != nil {
+	if err := t.callable(ctx, "Move", ErrInvalidWrite, optFns...); err != nil {
 		return to, err
 	}
 	ctx, c := t.tel.start(ctx, opMove, t.s.base)
@@ -32,7 +32,10 @@ func (t *Table[T]) Move(ctx context.Context, from, to T, optFns ...func(*dynamod
 	if err := t.writable("Move"); err != nil {
 		return to, err
 	}
-	expected := t.version(&from)
+	expected, err := t.version(&from)
+	if err != nil {
+		return to, err
+	}
 	if t.s.version != nil && expected == 0 {
 		// Without it the move would go unchecked and write version 1,
 		// taking the item's version back.

@@ -2,42 +2,54 @@ package ddbindex
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// This file holds the one check of the numbers the library writes: every
-// Number in an item or an update's values must be one DynamoDB stores.
-// DynamoDB's Numbers hold at most 38 significant digits, with a magnitude
-// between 1E-130 and 9.9999999999999999999999999999999999999E+125 (or 0);
-// anything else (NaN, ±Inf, which attributevalue writes as the texts "NaN",
-// "+Inf" and "-Inf") the service refuses.
+// This file holds the one check of the values the library writes: every
+// value in an item, an update's values or a Change's images must be one
+// DynamoDB stores as given. A Number holds at most 38 significant digits,
+// with a magnitude between 1E-130 and
+// 9.9999999999999999999999999999999999999E+125 (or 0); anything else (NaN,
+// ±Inf, which attributevalue writes as the texts "NaN", "+Inf" and "-Inf")
+// the service refuses. A String (a String set's elements, a Map's and an
+// item's attribute names) must be UTF-8: the SDK would send U+FFFD in place
+// of each invalid byte, and store another value than the one given. A nil
+// value or member, or a type DynamoDB does not have, cannot be sent at all.
 
 // maxNumberDigits is the significant digits a DynamoDB Number holds.
 const maxNumberDigits = 38
 
-// checkNumbers returns an error naming the first attribute of av, in name
-// order, that holds a Number DynamoDB would refuse (within a list, a map or
-// a number set too), or nil.
-func checkNumbers(av map[string]types.AttributeValue) error {
+// checkValues returns an error naming the first attribute of av, in name
+// order, whose name or value DynamoDB would refuse or change (within a list,
+// a map or a set too), or nil.
+func checkValues(av map[string]types.AttributeValue) error {
 	names := make([]string, 0, len(av))
 	for name := range av {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if err := checkNumbersIn(av[name], name); err != nil {
+		if !utf8.ValidString(name) {
+			return fmt.Errorf("attribute name %q is not UTF-8", name)
+		}
+		if err := checkValue(av[name], name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkNumbersIn checks the Numbers of one attribute value, at path.
-func checkNumbersIn(v types.AttributeValue, path string) error {
+// checkValue checks one attribute value, at path.
+func checkValue(v types.AttributeValue, path string) error {
+	if rv := reflect.ValueOf(v); !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return fmt.Errorf("attribute %s: no value (a nil %T)", path, v)
+	}
 	switch v := v.(type) {
 	case *types.AttributeValueMemberN:
 		if err := checkNumber(v.Value); err != nil {
@@ -49,9 +61,19 @@ func checkNumbersIn(v types.AttributeValue, path string) error {
 				return fmt.Errorf("attribute %s (a number set): %w", path, err)
 			}
 		}
+	case *types.AttributeValueMemberS:
+		if !utf8.ValidString(v.Value) {
+			return fmt.Errorf("attribute %s: the String %q is not UTF-8 (DynamoDB would store U+FFFD for each invalid byte); store bytes as Binary", path, v.Value)
+		}
+	case *types.AttributeValueMemberSS:
+		for _, e := range v.Value {
+			if !utf8.ValidString(e) {
+				return fmt.Errorf("attribute %s (a string set): %q is not UTF-8 (DynamoDB would store U+FFFD for each invalid byte)", path, e)
+			}
+		}
 	case *types.AttributeValueMemberL:
 		for i, e := range v.Value {
-			if err := checkNumbersIn(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := checkValue(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
@@ -62,10 +84,18 @@ func checkNumbersIn(v types.AttributeValue, path string) error {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if err := checkNumbersIn(v.Value[name], path+"."+name); err != nil {
+			if !utf8.ValidString(name) {
+				return fmt.Errorf("attribute %s: the map key %q is not UTF-8", path, name)
+			}
+			if err := checkValue(v.Value[name], path+"."+name); err != nil {
 				return err
 			}
 		}
+	case *types.AttributeValueMemberB, *types.AttributeValueMemberBS, *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+	case *types.UnknownUnionMember:
+		return fmt.Errorf("attribute %s: unknown attribute type %q", path, v.Tag)
+	default:
+		return fmt.Errorf("attribute %s: %T is no DynamoDB attribute type", path, v)
 	}
 	return nil
 }

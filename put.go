@@ -30,7 +30,7 @@ import (
 // optFns are applied to every request Put sends, as the SDK's own per-call
 // options.
 func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Options)) (_ T, err error) {
-	if err := t.usable("Put", ErrInvalidWrite, optFns...); err != nil {
+	if err := t.callable(ctx, "Put", ErrInvalidWrite, optFns...); err != nil {
 		return item, err
 	}
 	ctx, c := t.tel.start(ctx, opPut, t.s.base)
@@ -38,7 +38,10 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 	if err := t.writable("Put"); err != nil {
 		return item, err
 	}
-	expected := t.version(&item)
+	expected, err := t.version(&item)
+	if err != nil {
+		return item, err
+	}
 	t.setVersion(&item, expected+1)
 	p, err := t.prepare(&item, true)
 	if err != nil {

@@ -86,7 +86,9 @@ func (q Query[T]) After(cursor string) Query[T] { q.cursor = cursor; return q }
 //
 // The condition's names are the caller's: expression.Name reads "a.b" as
 // the path a, then b; an attribute whose name holds a dot is
-// expression.NameNoDotSplit("a.b").
+// expression.NameNoDotSplit("a.b"). A condition on a key attribute of the
+// index read fails with ErrInvalidQuery before any request (DynamoDB
+// refuses it): put it in Where instead.
 func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
 	if q.filter != nil {
 		c = q.filter.And(c)
@@ -362,7 +364,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		live := liveCondition(&q.t.opts)
 		filter = &live
 	}
-	if q.filter != nil && d.pk.attrs != nil {
+	if q.filter != nil {
 		if err := d.filterOffKeys(*q.filter); err != nil {
 			return nil, err
 		}
@@ -499,7 +501,7 @@ func (p *plan) checkPosition(pos position, partition []string, desc bool, what s
 // optFns are applied to every request Page sends, as the SDK's own per-call
 // options; so it is for All and Exists.
 func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (page *Page[T], err error) {
-	if err := q.t.usable("Page", ErrInvalidQuery, optFns...); err != nil {
+	if err := q.t.callable(ctx, "Page", ErrInvalidQuery, optFns...); err != nil {
 		return nil, err
 	}
 	ctx, c := q.instrument(ctx, opPage)
@@ -538,7 +540,7 @@ func (q Query[T]) Page(ctx context.Context, optFns ...func(*dynamodb.Options)) (
 func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		if err := q.t.usable("All", ErrInvalidQuery, optFns...); err != nil {
+		if err := q.t.callable(ctx, "All", ErrInvalidQuery, optFns...); err != nil {
 			yield(zero, err)
 			return
 		}
@@ -642,7 +644,7 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 // with the smallest read (Limit 1) and reads on through tombstones, growing
 // the request as it learns how many there are.
 func (q Query[T]) Exists(ctx context.Context, optFns ...func(*dynamodb.Options)) (_ bool, err error) {
-	if err := q.t.usable("Exists", ErrInvalidQuery, optFns...); err != nil {
+	if err := q.t.callable(ctx, "Exists", ErrInvalidQuery, optFns...); err != nil {
 		return false, err
 	}
 	ctx, c := q.instrument(ctx, opExists)

@@ -70,7 +70,7 @@ import (
 // optFns are applied to every request Update sends, as the SDK's own
 // per-call options.
 func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...func(*dynamodb.Options)) (err error) {
-	if err := t.usable("Update", ErrInvalidWrite, optFns...); err != nil {
+	if err := t.callable(ctx, "Update", ErrInvalidWrite, optFns...); err != nil {
 		return err
 	}
 	ctx, c := t.tel.start(ctx, opUpdate, t.s.base)
@@ -93,7 +93,10 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 	if err != nil {
 		return err
 	}
-	v := t.version(&key)
+	v, err := t.version(&key)
+	if err != nil {
+		return err
+	}
 	token := newToken()
 	// Applying it twice in a row leaves the same item: the SDK may resend it.
 	once := idempotent(ops)

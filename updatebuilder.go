@@ -192,7 +192,7 @@ func (s updateStep) resolve() (updateOp, error) {
 		if rv := reflect.ValueOf(v); !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
 			return op, fmt.Errorf("a nil %T", v)
 		}
-		if err := checkNumbersIn(v, s.path); err != nil {
+		if err := checkValue(v, s.path); err != nil {
 			return op, err
 		}
 	}

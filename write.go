@@ -48,16 +48,21 @@ type action struct {
 	found func(map[string]types.AttributeValue) string
 }
 
-// version reads the model's version field; 0 when the model has none.
-func (t *Table[T]) version(item *T) uint64 {
+// version reads the model's version field; 0 when the model has none. A
+// negative version (of a signed field) is refused: no write stores one.
+func (t *Table[T]) version(item *T) (uint64, error) {
 	if t.s.version == nil {
-		return 0
+		return 0, nil
 	}
 	v := reflect.ValueOf(item).Elem().FieldByIndex(t.s.version.index)
 	if v.CanInt() {
-		return uint64(v.Int())
+		if n := v.Int(); n < 0 {
+			return 0, writeErr("%s.%s is %d: a version is never negative (0 creates the item; otherwise give the version read)",
+				t.s.model, t.s.version.goName, n)
+		}
+		return uint64(v.Int()), nil
 	}
-	return v.Uint()
+	return v.Uint(), nil
 }
 
 func (t *Table[T]) setVersion(item *T, n uint64) {
@@ -102,8 +107,20 @@ func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if whole {
+		if err := checkItemSize("the item "+t.s.model, av, t.baseRoom(av)); err != nil {
+			return nil, err
+		}
+	}
 	if whole && t.hasIndexTables() {
-		if _, err := t.IndexWrites(Change{New: av, Version: "1"}); err != nil {
+		// Sized with the longest version a change carries, and room to
+		// become a tombstone: an entry the consumer could not write, now
+		// or when the item is deleted, is never made.
+		writes, err := t.IndexWrites(Change{New: av, Version: maxVersion})
+		if err == nil {
+			err = checkEntrySizes(writes, t.opts.tombstoneMarkBytes())
+		}
+		if err != nil {
 			return nil, fmt.Errorf("ddbindex: index table entry: %w", err) // IndexWrites' errors match ErrInvalidWrite
 		}
 	}
