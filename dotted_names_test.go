@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
 )
 
 // DynamoDB attribute names may hold dots: the conditions, updates and
@@ -55,7 +57,8 @@ func TestDottedNamesSoftDelete(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound, "a deleted item is not found")
 }
 
-func TestDottedNamesMoveAndProject(t *testing.T) {
+func TestDottedNamesMove(t *testing.T) {
+	ddbtest.Require(t, ddbtest.Transactions)
 	tb, _ := newTestTable[dottedKey](t)
 	ctx := context.Background()
 	it, err := tb.Put(ctx, dottedKey{ID: "1", Body: "a"})
@@ -66,6 +69,16 @@ func TestDottedNamesMoveAndProject(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tb.Get(ctx, dottedKey{ID: "1"})
 	require.ErrorIs(t, err, ErrNotFound)
+	got, err := tb.Get(ctx, dottedKey{ID: "2"})
+	require.NoError(t, err)
+	require.Equal(t, "a", got.Body)
+}
+
+func TestDottedNamesProject(t *testing.T) {
+	tb, _ := newTestTable[dottedKey](t)
+	ctx := context.Background()
+	_, err := tb.Put(ctx, dottedKey{ID: "2", Body: "a"})
+	require.NoError(t, err)
 	p, err := tb.Query("", "2").Project("body").Page(ctx)
 	require.NoError(t, err)
 	require.Len(t, p.Items, 1)
