@@ -36,7 +36,7 @@ func checkValues(av map[string]types.AttributeValue) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if !utf8.ValidString(name) {
-			return fmt.Errorf("attribute name %q is not UTF-8", name)
+			return fmt.Errorf("attribute name %q: %w", name, errInvalidUTF8)
 		}
 		if err := checkValue(av[name], name); err != nil {
 			return err
@@ -63,12 +63,12 @@ func checkValue(v types.AttributeValue, path string) error {
 		}
 	case *types.AttributeValueMemberS:
 		if !utf8.ValidString(v.Value) {
-			return fmt.Errorf("attribute %s: the String %q is not UTF-8 (DynamoDB would store U+FFFD for each invalid byte); store bytes as Binary", path, v.Value)
+			return fmt.Errorf("attribute %s: the String %q is %w (DynamoDB would store U+FFFD for each invalid byte); store bytes as Binary", path, v.Value, errInvalidUTF8)
 		}
 	case *types.AttributeValueMemberSS:
 		for _, e := range v.Value {
 			if !utf8.ValidString(e) {
-				return fmt.Errorf("attribute %s (a string set): %q is not UTF-8 (DynamoDB would store U+FFFD for each invalid byte)", path, e)
+				return fmt.Errorf("attribute %s (a string set): %q is %w (DynamoDB would store U+FFFD for each invalid byte)", path, e, errInvalidUTF8)
 			}
 		}
 	case *types.AttributeValueMemberL:
@@ -85,7 +85,7 @@ func checkValue(v types.AttributeValue, path string) error {
 		sort.Strings(names)
 		for _, name := range names {
 			if !utf8.ValidString(name) {
-				return fmt.Errorf("attribute %s: the map key %q is not UTF-8", path, name)
+				return fmt.Errorf("attribute %s: the map key %q: %w", path, name, errInvalidUTF8)
 			}
 			if err := checkValue(v.Value[name], path+"."+name); err != nil {
 				return err
