@@ -615,21 +615,40 @@ func (p *declParser) layouts() error {
 		}
 		owner[l.index] = l
 	}
-	// Each index table, declared or kept, needs a table of its own: two
-	// forms in one table would mix their entries, and an index table named
-	// as the base table would mix its entries with the base items.
-	tables := map[string]*layout{s.table: s.base}
-	for _, l := range s.indexes {
-		if !l.ownTable {
-			continue
-		}
-		if o, ok := tables[l.table]; ok {
-			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
-				Reason: fmt.Sprintf("%s and %s are both the table %q: their items would mix in one table; give the index table a name of its own (table=NAME in its IndexSpec)", o.tableLabel(), l.tableLabel(), l.table)}
-		}
-		tables[l.table] = l
+	if o, l, _ := s.sharedTable(func(name string) string { return name }); l != nil {
+		return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
+			Reason: fmt.Sprintf("%s and %s are both the table %q: their items would mix in one table; give the index table a name of its own (table=NAME in its IndexSpec)", o.tableLabel(), l.tableLabel(), l.table)}
 	}
 	return nil
+}
+
+// ownTables returns the layouts that keep their items in a table of their
+// own: the base table's, then each index table's, declared or kept.
+func (s *schema) ownTables() []*layout {
+	out := []*layout{s.base}
+	for _, l := range s.indexes {
+		if l.ownTable {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// sharedTable returns two of s's own tables (see ownTables) that name maps
+// to one physical table, the first's layout before the second's, and that
+// table; l is nil when each has a table of its own. Two forms in one table
+// would mix their entries, and an index table named as the base table would
+// mix its entries with the base items.
+func (s *schema) sharedTable(name func(string) string) (o, l *layout, physical string) {
+	seen := map[string]*layout{}
+	for _, l := range s.ownTables() {
+		p := name(l.table)
+		if o, ok := seen[p]; ok {
+			return o, l, p
+		}
+		seen[p] = l
+	}
+	return nil, nil, ""
 }
 
 // checkSysAttrs applies the defaults of the attributes the library writes

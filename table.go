@@ -241,21 +241,17 @@ func newTable[T any](client Client, readOnly bool, optFns []func(*Options)) (*Ta
 // or two tables' items would mix in one. The declared names are checked
 // with the declaration.
 func checkTableNames(s *schema, name func(string) string) error {
-	owner := map[string]*layout{}
-	for _, l := range append([]*layout{s.base}, s.indexes...) {
-		if l.kind != BaseTable && !l.ownTable {
-			continue
-		}
+	o, shared, _ := s.sharedTable(name)
+	for _, l := range s.ownTables() {
 		p := name(l.table)
-		if !physicalName.MatchString(p) {
+		switch {
+		case !physicalName.MatchString(p):
 			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
 				Reason: fmt.Sprintf("Options.TableName maps %s, %q, to %q, which is not a valid DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", l.tableLabel(), l.table, p)}
-		}
-		if o, ok := owner[p]; ok {
+		case l == shared:
 			return &Error{Sentinel: ErrDeclaration, Model: s.model, Index: l.name,
 				Reason: fmt.Sprintf("Options.TableName maps %s, %q, and %s, %q, to one table %q: their items would mix in it; map each to a name of its own", o.tableLabel(), o.table, l.tableLabel(), l.table, p)}
 		}
-		owner[p] = l
 	}
 	return nil
 }
