@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
 )
 
 // This file holds Fleet, an instance's entry in the fleet view: every
@@ -172,7 +173,7 @@ func NewFleet(api RouterAPI, o FleetOptions) (*Fleet, error) {
 	o.ClientOptions = slices.Clip(slices.Clone(o.ClientOptions))
 	now := o.Now()
 	return &Fleet{api: api, o: o, started: now, windowFrom: now, current: map[formKey]*FormReads{},
-		lastServed: map[formKey]time.Time{}, sleep: sleepCtx}, nil
+		lastServed: map[formKey]time.Time{}, sleep: retry.Sleep}, nil
 }
 
 func (f *Fleet) made() bool { return f != nil && f.current != nil }

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
 	"github.com/ddbindex/ddbindex/internal/spec"
 	"github.com/ddbindex/ddbindex/internal/throttle"
 )
@@ -169,7 +170,7 @@ func NewRouter(api RouterAPI, o RouterOptions) (*Router, error) {
 		o.Refresh = defaultRefresh
 	}
 	o.Tables = slices.Clone(o.Tables)
-	r := &Router{api: api, o: o, applied: map[string]uint64{}, set: map[rkey]uint64{}, seen: map[string]time.Time{}, sleep: sleepCtx, rand: rand.Float64,
+	r := &Router{api: api, o: o, applied: map[string]uint64{}, set: map[rkey]uint64{}, seen: map[string]time.Time{}, sleep: retry.Sleep, rand: rand.Float64,
 		refreshErrors: counter(o.MeterProvider, "ddbindex.migration.route_refresh_errors", "{error}", "Reads of a table's routes from the control table that failed, by error code")}
 	s := &snapshot{routes: map[rkey]Route{}, tables: map[string]bool{}, state: map[string]*tableState{}}
 	for _, t := range o.Tables {
@@ -198,18 +199,6 @@ func (r *Router) callOptions(op string, optFns []func(*dynamodb.Options)) ([]fun
 		return r.o.ClientOptions, nil
 	}
 	return append(r.o.ClientOptions, optFns...), nil
-}
-
-// sleepCtx waits d, or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Route implements [ddbindex.Router]: the control table's route of the

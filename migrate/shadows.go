@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
 )
 
 // This file holds Shadows, the shadow reads of a migration: a sampled share
@@ -165,7 +166,7 @@ func NewShadows(o ShadowOptions) (*Shadows, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second
 	}
-	s := &Shadows{o: o, sleep: sleepCtx, idle: make(chan struct{}),
+	s := &Shadows{o: o, sleep: retry.Sleep, idle: make(chan struct{}),
 		shadowReads: counter(o.MeterProvider, "ddbindex.migration.shadow_reads", "{read}", "Shadow reads sampled: compared, skipped, or failed"),
 		mismatches:  counter(o.MeterProvider, "ddbindex.migration.mismatches", "{mismatch}", "Shadow comparisons that found the forms different"),
 		tracer:      tracer(o.TracerProvider),

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/retry"
 	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/schema"
 )
@@ -122,7 +123,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		e.opts.Now = time.Now
 	}
 	if e.opts.Sleep == nil {
-		e.opts.Sleep = sleep
+		e.opts.Sleep = retry.Sleep
 	}
 	if e.opts.Terminal == nil {
 		e.opts.Terminal = func() bool {
@@ -494,16 +495,4 @@ func noArgs(cmd string, fs *flagSet) error {
 		return usageErr(cmd, "unexpected argument %q (flags go before arguments)", fs.Arg(0))
 	}
 	return nil
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
