@@ -889,9 +889,14 @@ func checkTaggedField(sf reflect.StructField, avs avFieldSet) error {
 // item as declared: nullempty stores a zero value as NULL, which no key
 // attribute holds and no key text reads, so the item would silently leave
 // the index; string stores a number as a String where every key of a number
-// field is read, and natively keyed, as a Number.
+// field is read, and natively keyed, as a Number. A string type with a
+// number's methods (json.Number, attributevalue.Number) is the converse:
+// attributevalue stores it as a Number unless string is set, where its key
+// component, a string's, is read and keyed as a String.
 func checkKeyAVOptions(ft reflect.Type, opts map[string]bool) error {
 	switch {
+	case ft.Kind() == reflect.String && ft.Implements(numbererType) && !opts["string"]:
+		return fmt.Errorf(`attributevalue stores a %s as a Number, where a key component of a string type is a String: add dynamodbav:",string" to store it as a String (its key then sorts as text), or use an integer or float type`, ft)
 	case opts["nullempty"]:
 		return errors.New(`dynamodbav:",nullempty" stores a zero value as NULL, which no key attribute can hold: the item would silently be left out of the index, or its write refused. ` +
 			`Remove nullempty; with omitempty instead, a zero value leaves the item out of the index (a sparse index)`)
@@ -900,6 +905,14 @@ func checkKeyAVOptions(ft reflect.Type, opts map[string]bool) error {
 	}
 	return nil
 }
+
+// numbererType is the interface by which attributevalue stores a string type
+// as a Number (json.Number and attributevalue.Number have it).
+var numbererType = reflect.TypeFor[interface {
+	Float64() (float64, error)
+	Int64() (int64, error)
+	String() string
+}]()
 
 // avTagOptions returns the options of a field's dynamodbav tag.
 func avTagOptions(sf reflect.StructField) map[string]bool {

@@ -1,10 +1,13 @@
 package ddbindex
 
 import (
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -197,7 +200,21 @@ func TestDeclarationKeyStorageOptions(t *testing.T) {
 		ID    string    `dynamodbav:"id" ddbindex:"pk"`
 		Owner *string   `dynamodbav:"owner,nullempty" ddbindex:"by_o.pk"`
 	}
+	type jsonNumberComponent struct {
+		_     TableSpec   `ddbindex:"tickets"`
+		_     IndexSpec   `ddbindex:"by_s,type=gsi,pk=GPK,sk=GSK"`
+		ID    string      `dynamodbav:"id" ddbindex:"pk;by_s.pk"`
+		Score json.Number `dynamodbav:"score" ddbindex:"by_s.sk"`
+	}
+	type avNumberNative struct {
+		_     TableSpec              `ddbindex:"tickets"`
+		_     IndexSpec              `ddbindex:"by_o,type=native-gsi"`
+		ID    string                 `dynamodbav:"id" ddbindex:"pk"`
+		Score *attributevalue.Number `dynamodbav:"score" ddbindex:"by_o.pk"`
+	}
 	ixCheckRules(t, []ixRule{
+		{"json.Number GSI component", jsonNumberComponent{}, "Score", "", []string{"attributevalue stores a json.Number as a Number", `add dynamodbav:",string"`}},
+		{"attributevalue.Number native-gsi key attribute", avNumberNative{}, "Score", "", []string{"stores a attributevalue.Number as a Number"}},
 		{"string on an int64 base key", stringInt{}, "ID", "", []string{`dynamodbav:",string" stores the int64 as a String`, "a Number"}},
 		{"string on a uint16 index sort component", stringUintComponent{}, "Rank", "", []string{`stores the uint16 as a String`}},
 		{"string on a float64 GSI component", stringFloatComponent{}, "Score", "", []string{`stores the float64 as a String`}},
@@ -218,6 +235,24 @@ func TestDeclarationKeyStorageOptions(t *testing.T) {
 	}
 	tb, err := New[accepted](nil)
 	require.NoError(t, err)
+
+	// A json.Number stored as a String (",string") keys as the string it is.
+	type jsonNumberString struct {
+		_     TableSpec   `ddbindex:"tickets"`
+		_     IndexSpec   `ddbindex:"by_s,type=gsi,pk=GPK,sk=GSK"`
+		ID    string      `dynamodbav:"id" ddbindex:"pk;by_s.pk"`
+		Score json.Number `dynamodbav:"score,string" ddbindex:"by_s.sk"`
+		Count json.Number `dynamodbav:"count"`
+	}
+	jn, err := New[jsonNumberString](nil)
+	require.NoError(t, err)
+	item, err := jn.Marshal(jsonNumberString{ID: "a", Score: "12.5", Count: "3"})
+	require.NoError(t, err)
+	assert.Equal(t, &types.AttributeValueMemberS{Value: "12.5"}, item["score"])
+	assert.Equal(t, &types.AttributeValueMemberN{Value: "3"}, item["count"], "a json.Number that keys nothing is a Number")
+	var back jsonNumberString
+	require.NoError(t, attributevalue.UnmarshalMap(item, &back))
+	assert.Equal(t, json.Number("12.5"), back.Score)
 	av, err := tb.Marshal(accepted{ID: "a", Prio: 0, Count: 3})
 	require.NoError(t, err)
 	assert.NotContains(t, av, "GS", "with omitempty, a zero Prio leaves the item out of by_p")
