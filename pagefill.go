@@ -468,6 +468,7 @@ type sizer struct {
 	pending       int     // items of the last streak, not yet judged
 	after         [2]int  // live and read items since the pending streak ended
 	exitDead      int     // dead items of the request that ended it
+	exitLive      int     // and its live items
 	exitRun       int     // of those, how many the remembered stretch length expected (see runLen)
 	lastRead      int     // items the last request read
 	tailDead      bool    // the last request returned live items, then read dead ones
@@ -572,9 +573,26 @@ func (s *sizer) judge() (live, read float64) {
 		return l, r + float64(s.pending+s.exitRun)
 	}
 	if float64(s.pending)*l/r >= runEvidence {
-		return l, r - float64(s.exitDead)
+		return l, r - float64(s.exitTail())
 	}
 	return l, r + float64(s.pending)
+}
+
+// exitTail is how many of the dead items of the request that ended the
+// pending streak were the streak's end rather than tombstones among its
+// live items: its dead items less as many as the live ratio before the
+// streak puts among that many live ones. Where tombstones are common
+// around a cluster, leaving all its dead items out would count the request
+// as all live, and later requests, sized for that ratio, would read too
+// little.
+func (s *sizer) exitTail() int {
+	live, read := priorCounts(s.prior, s.weight)
+	live, read = live+s.live, read+s.read
+	if live <= 0 || live >= read {
+		return s.exitDead
+	}
+	among := float64(s.exitLive) * (read - live) / live
+	return max(0, s.exitDead-int(math.Round(among)))
 }
 
 // counts returns the live and read items the expected live ratio rests
@@ -724,7 +742,7 @@ func (s *sizer) observe(read, live int, units float64, consistent, tailDead bool
 		s.noteRun(run)
 		s.pending, s.streak, s.jumped = s.streak, 0, false
 		s.after = [2]int{live, read}
-		s.exitDead = read - live
+		s.exitDead, s.exitLive = read-live, live
 	case s.pending > 0:
 		s.after[0] += live
 		s.after[1] += read
@@ -745,15 +763,20 @@ func (s *sizer) noteRun(n float64) {
 	s.runs++
 }
 
-// jumpChance is how likely a streak may be at the expected live ratio and
-// still count as a stretch like the remembered ones.
-const jumpChance = 0.01
+// jumpWaste bounds, in items, what a jump is expected to read in vain: the
+// chance of the streak at the expected live ratio times the remembered
+// stretch length, which a wrong jump reads past the page. A longer
+// remembered stretch thus asks for a longer streak: where half the entries
+// are live, a streak of ten is common enough over five pages that jumping
+// 500 entries on it would read some 250 live ones twice.
+const jumpWaste = 0.1
 
 // jumpRest is how many more dead items the current streak is expected to
 // hold: what remains of the remembered stretch length, once the streak is
-// itself too unlikely to be chance at the expected live ratio (0: none).
+// itself too unlikely to be chance at the expected live ratio for what a
+// wrong jump would cost (see jumpWaste; 0: none).
 func (s *sizer) jumpRest() float64 {
-	if s.streak == 0 || s.inStretch || s.runLen <= float64(s.streak) || math.Pow(1-s.ratio(), float64(s.streak)) > jumpChance {
+	if s.streak == 0 || s.inStretch || s.runLen <= float64(s.streak) || math.Pow(1-s.ratio(), float64(s.streak))*s.runLen > jumpWaste {
 		return 0
 	}
 	return max(0, math.Floor(s.runLen)-float64(s.streak))
@@ -764,7 +787,7 @@ func (s *sizer) settle() {
 	l, r := s.judge()
 	s.live += l
 	s.read += r
-	s.pending, s.after, s.exitDead, s.exitRun = 0, [2]int{}, 0, 0
+	s.pending, s.after, s.exitDead, s.exitLive, s.exitRun = 0, [2]int{}, 0, 0, 0
 }
 
 // ---- memo ------------------------------------------------------------------

@@ -384,7 +384,9 @@ func TestPageFillCostModel(t *testing.T) {
 // end, instead of growing 1.2x at a time through each. Over five pages of 20:
 // at most 1.3x the floor's read units, never more than the naive loop by over
 // half a read unit, and at most 3x the floor's requests, except runs of 150
-// between pages at 1 KB, which take 16 requests (3.2x) in this model.
+// between pages at 1 KB, which take 18 requests (3.6x) in this model: a
+// streak of three tombstones there is not yet long enough to jump 150
+// entries on (see jumpWaste).
 func TestPageFillRemembersStretchLength(t *testing.T) {
 	t.Parallel()
 	const n, pages, limit = 3000, 5, 20
@@ -412,7 +414,7 @@ func TestPageFillRemembersStretchLength(t *testing.T) {
 			t.Log(where)
 			maxReqs := 3 * fa.reqs
 			if sz == 1024 && strings.HasPrefix(p.name, "runs 150 between") {
-				maxReqs = 16
+				maxReqs = 18
 			}
 			assert.LessOrEqual(t, la.reqs, maxReqs, where)
 			assert.LessOrEqual(t, la.units, 1.3*fa.units, where)
@@ -459,4 +461,48 @@ func TestSizerAfterAStreakInASparsePartition(t *testing.T) {
 	s = streak()
 	s.observe(77, 1, 0, false, false)
 	assert.Equal(t, int(math.Ceil(growth*77)), s.next(20), "a live item last")
+}
+
+// TestSizerJumpNeedsALongStreak: with stretches of 800 tombstones
+// remembered, in a partition where half the entries are live, a request that
+// reads six tombstones in a row does not jump to the stretch's end (a
+// streak of six is common there, and the jump would read hundreds of live
+// items past the page); one that reads thirty does.
+func TestSizerJumpNeedsALongStreak(t *testing.T) {
+	t.Parallel()
+	s := &sizer{prior: 0.5, weight: priorWeight, runLen: 800}
+	s.observe(6, 0, 0, false, false)
+	assert.Zero(t, s.jumpRest(), "a streak of six at live ratio 0.5")
+	assert.Less(t, s.next(20), 100, "grows as a streak does")
+	s.observe(24, 0, 0, false, false)
+	assert.Equal(t, 770.0, s.jumpRest(), "a streak of thirty")
+	assert.Greater(t, s.next(20), 770, "reads to the stretch's end and on")
+}
+
+// TestSizerClusterEndAmongTombstones: where half the entries are live, a
+// cluster of 300 tombstones ends inside a request that returns 121 live
+// items among 228. Its 107 dead items are about what that many live ones
+// bring around them, not the cluster's end: they count, and the expected
+// live ratio stays near one half (leaving them out made it 0.66, and later
+// requests, sized for that, fell short).
+func TestSizerClusterEndAmongTombstones(t *testing.T) {
+	t.Parallel()
+	s := &sizer{prior: 0.5, weight: priorWeight}
+	for range 3 {
+		s.observe(100, 0, 0, false, false)
+	}
+	s.observe(228, 121, 0, false, false)
+	s.observe(50, 25, 0, false, false)
+	assert.InDelta(t, 0.51, s.ratio(), 0.02, "the exit request's dead items count")
+	s.settle()
+	assert.InDelta(t, 0.51, s.ratio(), 0.02, "and still do once judged")
+
+	// Where every entry but the clusters is live, the exit request's dead
+	// items are the cluster's end and do not count.
+	s = &sizer{prior: 1, weight: priorWeight}
+	for range 3 {
+		s.observe(100, 0, 0, false, false)
+	}
+	s.observe(228, 121, 0, false, false)
+	assert.InDelta(t, 1, s.ratio(), 0.001, "a cluster's end")
 }
