@@ -234,6 +234,12 @@ type layout struct {
 	// stored lists the key attributes of an entry: its own, and for a GSI
 	// or LSI the base table's.
 	stored []*keyAttr
+	// readKeys lists the attributes a projected read adds for the keys: the
+	// stored ones, and for an index table also those a GSI of the same
+	// declaration stores, which its entries hold (the base key, and a sort
+	// key the GSI keeps native), so that a projected read fills the same
+	// fields on either form.
+	readKeys []string
 	// tombstones: reads skip tombstones unless told otherwise. Always for an
 	// index table, whose deletes are tombstones; for the base table, a GSI
 	// and an LSI when the model soft-deletes.
@@ -368,6 +374,17 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 			}
 		}
 	}
+	l.readKeys = keyNames(l.stored)
+	if kind == IndexTable {
+		for _, k := range []*keyAttr{s.base.pk, s.base.sk} {
+			if k != nil && !slices.Contains(l.readKeys, k.attr) {
+				l.readKeys = append(l.readKeys, k.attr)
+			}
+		}
+		if d.skName == "" && d.shards == 0 && nativeOK(d.sk) && !slices.Contains(l.readKeys, d.sk[0].f.attr) {
+			l.readKeys = append(l.readKeys, d.sk[0].f.attr) // the GSI form's native sort key
+		}
+	}
 	l.tombstones = kind == IndexTable || s.softDelete
 	l.consistent = kind != GSI
 	l.ownTable = kind == IndexTable
@@ -483,8 +500,18 @@ func nativeLayout(l *layout, fail func(field, format string, args ...any) error)
 			l.stored = append(l.stored, k)
 		}
 	}
+	l.readKeys = keyNames(l.stored)
 	l.tombstones = s.softDelete
 	return l, nil
+}
+
+// keyNames returns the attribute names of keys.
+func keyNames(keys []*keyAttr) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.attr)
+	}
+	return out
 }
 
 // keyAttrs lists l's own key attributes as DynamoDB keys them: the

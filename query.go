@@ -382,9 +382,9 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 	}
 	if len(q.project) > 0 {
 		names := q.t.withTombstoneMarker(slices.Clone(q.project))
-		for _, k := range d.stored {
-			if !slices.Contains(names, k.attr) {
-				names = append(names, k.attr)
+		for _, k := range d.readKeys {
+			if !slices.Contains(names, k) {
+				names = append(names, k)
 			}
 		}
 		p := expression.NamesList(expression.NameNoDotSplit(names[0]))

@@ -1473,7 +1473,7 @@ func TestQueryProject(t *testing.T) {
 			e := qtEntry{Team: "p", ID: fmt.Sprintf("p%d", i), Seq: int64(9 - i), Color: "red", Title: fmt.Sprintf("title %d", 9-i)}
 			require.True(t, putEntry(t, tb, "feed", e, i == 4))
 			if i != 4 {
-				want = append(want, qtEntry{Team: "p", Title: e.Title}) // only the projection and the native pk
+				want = append(want, qtEntry{Team: "p", ID: e.ID, Seq: e.Seq, Title: e.Title}) // the projection and the keys a GSI would return
 			}
 		}
 		slices.Reverse(want)
@@ -1487,7 +1487,7 @@ func TestQueryProject(t *testing.T) {
 		}
 		ex, err := q.Explain()
 		require.NoError(t, err)
-		assert.Contains(t, ex.Request.String(), "Projection:   title, team, _sk")
+		assert.Contains(t, ex.Request.String(), "Projection:   title, team, _sk, id, seq\n")
 	})
 
 	t.Run("GSI and base table", func(t *testing.T) {
@@ -1639,4 +1639,55 @@ func TestQueryLSI(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Items, 1)
 	assert.Equal(t, qtLSI{Team: "A", ID: "l05", Prio: -1, Status: "closed", Created: t0}, p.Items[0])
+}
+
+// TestProjectSameOnEveryForm: a projected read returns the same items, with
+// the same key fields filled, through a GSI and through the index table of
+// the same declaration: the base key, and a sort key the GSI keeps native,
+// come back on both.
+func TestProjectSameOnEveryForm(t *testing.T) {
+	t.Parallel()
+	t.Run("composite sort key", func(t *testing.T) {
+		t.Parallel()
+		gt, _ := newTestTable[qtSwG](t)
+		tt, _ := newTestTable[qtSwT](t)
+		for _, it := range qtSwitchData(rand.New(rand.NewPCG(5, 5)), 12, "id") {
+			putBase(t, gt, it)
+			require.True(t, putEntry(t, tt, "by_state", qtSwT(it), false))
+		}
+		g, err := qtAll(gt.Query("by_state", "o1").Project("note"))
+		require.NoError(t, err)
+		tb, err := qtAll(tt.Query("by_state", "o1").Project("note"))
+		require.NoError(t, err)
+		require.NotEmpty(t, g)
+		var want []qtSwT
+		for _, it := range g {
+			assert.NotEmpty(t, it.ID, "the base key")
+			assert.Empty(t, it.Status, "a component of a derived key is not read")
+			want = append(want, qtSwT(it))
+		}
+		assert.Equal(t, want, tb)
+	})
+
+	t.Run("native sort key", func(t *testing.T) {
+		t.Parallel()
+		gt, _ := newTestTable[qtSwNG](t)
+		tt, _ := newTestTable[qtSwNT](t)
+		for i := range 9 {
+			it := qtSwNG{Tenant: "t", ID: fmt.Sprint(i), Org: "o", Key: fmt.Sprintf("k%d", 9-i), Num: int64(i)}
+			putBase(t, gt, it)
+			require.True(t, putEntry(t, tt, "by_key", qtSwNT(it), false))
+		}
+		g, err := qtAll(gt.Query("by_key", "o").Project("num"))
+		require.NoError(t, err)
+		tb, err := qtAll(tt.Query("by_key", "o").Project("num"))
+		require.NoError(t, err)
+		require.Len(t, g, 9)
+		var want []qtSwNT
+		for _, it := range g {
+			assert.NotEmpty(t, it.Key, "the GSI's native sort key")
+			want = append(want, qtSwNT(it))
+		}
+		assert.Equal(t, want, tb)
+	})
 }
