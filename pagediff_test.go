@@ -77,24 +77,10 @@ func pdTuple(ix string, it pdItem) []any {
 	return []any{it.Cat, it.Rank} // ngm, shd, tab
 }
 
-func pdCmp(a, b any) int {
-	switch a := a.(type) {
-	case string:
-		return strings.Compare(a, b.(string))
-	case int64:
-		return cmp.Compare(a, b.(int64))
-	case float64:
-		return cmp.Compare(a, b.(float64))
-	case []byte:
-		return bytes.Compare(a, b.([]byte))
-	}
-	panic(fmt.Sprintf("pdCmp %T", a))
-}
-
 // pdCmpPrefix compares t's first len(p) components with p.
 func pdCmpPrefix(t, p []any) int {
 	for i := range p {
-		if c := pdCmp(t[i], p[i]); c != 0 {
+		if c := kiCmp(t[i], p[i]); c != 0 {
 			return c
 		}
 	}
@@ -504,9 +490,8 @@ func pdRandState(r *rand.Rand, ix string, sc *pdScenario) pdState {
 	return st
 }
 
-func pdRead(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix string, cnt *pdCounts) {
-	ctx := context.Background()
-	desc := r.IntN(2) == 0
+// pdOrder returns index ix's items in reading order, and each one's place.
+func pdOrder(sc *pdScenario, ix string, desc bool) ([]string, map[string]int) {
 	order := slices.Clone(sc.order[ix])
 	if desc {
 		slices.Reverse(order)
@@ -515,6 +500,13 @@ func pdRead(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix st
 	for i, id := range order {
 		idx[id] = i
 	}
+	return order, idx
+}
+
+func pdRead(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix string, cnt *pdCounts) {
+	ctx := context.Background()
+	desc := r.IntN(2) == 0
+	order, idx := pdOrder(sc, ix, desc)
 	st := pdRandState(r, ix, sc)
 	cursor, pos := "", -1
 	cnt.reads++
@@ -777,14 +769,7 @@ func TestPageDifferentialConcurrent(t *testing.T) {
 func pdReadConcurrent(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix string, volatile map[string]bool) {
 	ctx := context.Background()
 	desc := r.IntN(2) == 0
-	order := slices.Clone(sc.order[ix])
-	if desc {
-		slices.Reverse(order)
-	}
-	idx := map[string]int{}
-	for i, id := range order {
-		idx[id] = i
-	}
+	order, idx := pdOrder(sc, ix, desc)
 	cond := pdRandCond(r, ix, sc)
 	cursor, pos := "", -1
 	var got []string
