@@ -503,6 +503,23 @@ func pdOrder(sc *pdScenario, ix string, desc bool) ([]string, map[string]int) {
 	return order, idx
 }
 
+// pdQuery applies a read's condition, order, filter and IncludeDeleted to q.
+func pdQuery(q Query[pdItem], st pdState, desc bool) Query[pdItem] {
+	if st.cond != nil {
+		q = q.Where(st.cond.cond())
+	}
+	if desc {
+		q = q.Desc()
+	}
+	if st.votes >= 0 {
+		q = q.Filter(expression.Name("votes").GreaterThanEqual(expression.Value(st.votes)))
+	}
+	if st.incl {
+		q = q.IncludeDeleted()
+	}
+	return q
+}
+
 func pdRead(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix string, cnt *pdCounts) {
 	ctx := context.Background()
 	desc := r.IntN(2) == 0
@@ -512,19 +529,7 @@ func pdRead(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix st
 	cnt.reads++
 	if r.IntN(4) == 0 {
 		// All, with or without a Limit.
-		q := tb.Query(ix, sc.part)
-		if st.cond != nil {
-			q = q.Where(st.cond.cond())
-		}
-		if desc {
-			q = q.Desc()
-		}
-		if st.votes >= 0 {
-			q = q.Filter(expression.Name("votes").GreaterThanEqual(expression.Value(st.votes)))
-		}
-		if st.incl {
-			q = q.IncludeDeleted()
-		}
+		q := pdQuery(tb.Query(ix, sc.part), st, desc)
 		want := pdExpect(sc, ix, order, -1, st)
 		if r.IntN(2) == 0 {
 			n := 1 + r.IntN(60)
@@ -571,19 +576,7 @@ func pdRead(t *testing.T, tb *Table[pdItem], r *rand.Rand, sc *pdScenario, ix st
 		if r.IntN(3) == 0 {
 			limit = 1 + r.IntN(50)
 		}
-		q := tb.Query(ix, sc.part).Limit(limit).After(cursor)
-		if st.cond != nil {
-			q = q.Where(st.cond.cond())
-		}
-		if desc {
-			q = q.Desc()
-		}
-		if st.votes >= 0 {
-			q = q.Filter(expression.Name("votes").GreaterThanEqual(expression.Value(st.votes)))
-		}
-		if st.incl {
-			q = q.IncludeDeleted()
-		}
+		q := pdQuery(tb.Query(ix, sc.part).Limit(limit).After(cursor), st, desc)
 		if st.maxReq > 0 {
 			q = q.MaxRequests(st.maxReq)
 		}
