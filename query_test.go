@@ -1568,7 +1568,7 @@ func TestQueryFilterAndProjectAccumulate(t *testing.T) {
 				want = append(want, e)
 			}
 			if i != 6 {
-				wantProjected = append(wantProjected, qtEntry{Team: e.Team, Title: e.Title, Color: e.Color})
+				wantProjected = append(wantProjected, qtEntry{Team: e.Team, ID: e.ID, Seq: e.Seq, Title: e.Title, Color: e.Color})
 			}
 		}
 		red := expression.Name("color").Equal(expression.Value("red"))
