@@ -329,13 +329,13 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 	// A sharded index's sort key is derived too, and ends with the base key
 	// components it lacks: unique, so the shards merge in one total order.
 	skName := d.skName
-	if kind != BaseTable && skName == "" && (kind == IndexTable || d.shards > 0 || !nativeOK(d.sk)) {
+	if kind != BaseTable && skName == "" && (kind == IndexTable || !d.nativeSortOnGSI()) {
 		skName = "_sk"
 	}
 	switch {
 	case (kind == IndexTable || d.shards > 0) && len(d.sk)+len(suffix) > 0:
 		l.sk, err = s.keyAttr(l, "sk", skName, d.sk, suffix)
-		l.serverTies = kind == IndexTable && d.shards == 0 && len(suffix) > 0 && d.skName == "" && nativeOK(d.sk)
+		l.serverTies = kind == IndexTable && len(suffix) > 0 && d.nativeSortOnGSI()
 	case len(d.sk) > 0 && d.skName == "" && nativeOK(d.sk):
 		l.sk, err = s.keyAttr(l, "sk", "", d.sk, nil)
 	case len(d.sk) > 0:
@@ -381,7 +381,7 @@ func layoutOf(d *declaration, kind Kind) (*layout, error) {
 				l.readKeys = append(l.readKeys, k.attr)
 			}
 		}
-		if d.skName == "" && d.shards == 0 && nativeOK(d.sk) && !slices.Contains(l.readKeys, d.sk[0].f.attr) {
+		if d.nativeSortOnGSI() && !slices.Contains(l.readKeys, d.sk[0].f.attr) {
 			l.readKeys = append(l.readKeys, d.sk[0].f.attr) // the GSI form's native sort key
 		}
 	}
@@ -503,6 +503,13 @@ func nativeLayout(l *layout, fail func(field, format string, args ...any) error)
 	l.readKeys = keyNames(l.stored)
 	l.tombstones = s.softDelete
 	return l, nil
+}
+
+// nativeSortOnGSI reports whether d's GSI or LSI form keeps its sort key
+// native, as the model attribute itself: one plain component, no derived
+// attribute named for it, and no shards (a sharded sort key is derived).
+func (d *declaration) nativeSortOnGSI() bool {
+	return d.skName == "" && d.shards == 0 && nativeOK(d.sk)
 }
 
 // keyNames returns the attribute names of keys.
