@@ -59,7 +59,13 @@ type IndexWrite struct {
 // than the model stores it), a key value out of range. An index component
 // that is absent or NULL leaves the item out of that index (a sparse
 // index).
-func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
+func (t *Table[T]) IndexWrites(c Change) ([]IndexWrite, error) {
+	return t.indexWrites(c, 0)
+}
+
+// indexWrites is IndexWrites, refusing an entry that would be over
+// DynamoDB's item limit with room bytes more.
+func (t *Table[T]) indexWrites(c Change, room int) (_ []IndexWrite, retErr error) {
 	defer func() {
 		if retErr != nil && !errors.Is(retErr, ErrInvalidWrite) && !errors.Is(retErr, ErrStreamRecord) {
 			retErr = fmt.Errorf("%w: %w", ErrInvalidWrite, retErr)
@@ -147,7 +153,7 @@ func (t *Table[T]) IndexWrites(c Change) (_ []IndexWrite, retErr error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	if err := checkEntrySizes(out, 0); err != nil {
+	if err := checkEntrySizes(out, room); err != nil {
 		return nil, fmt.Errorf("change %s: %w", c.Version, err)
 	}
 	return out, nil

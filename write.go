@@ -116,11 +116,7 @@ func (t *Table[T]) prepare(item *T, whole bool) (*prepared, error) {
 		// Sized with the longest version a change carries, and room to
 		// become a tombstone: an entry the consumer could not write, now
 		// or when the item is deleted, is never made.
-		writes, err := t.IndexWrites(Change{New: av, Version: maxVersion})
-		if err == nil {
-			err = checkEntrySizes(writes, t.opts.tombstoneMarkBytes())
-		}
-		if err != nil {
+		if _, err := t.indexWrites(Change{New: av, Version: maxVersion}, t.opts.tombstoneMarkBytes()); err != nil {
 			return nil, fmt.Errorf("ddbindex: index table entry: %w", err) // IndexWrites' errors match ErrInvalidWrite
 		}
 	}
