@@ -90,9 +90,12 @@ var (
 	// (a timeout, a reset connection, a 5xx answer), and nothing tells
 	// whether it did: an Update that adds to a number or sets an operand
 	// (arithmetic, list_append), which the SDK does not send again, and
-	// whose write token the item does not hold when read back (code
-	// DDBX-605). [IsTransient] is false: sending it again may apply it
-	// twice. Read the item to see whether the change is there.
+	// whose write token the item does not hold when read back; a Put at
+	// version 0, not written through, whose resend then found a tombstone,
+	// or no item where it was creating over one: the item it created may
+	// have been deleted or moved since (code DDBX-605). [IsTransient] is
+	// false: sending it again may apply it twice. Read the item to see
+	// whether the change is there.
 	ErrOutcomeUnknown = &codedError{"DDBX-605", "write outcome unknown"}
 
 	// ErrInvalidWrite: a write that cannot be made as asked: a move to the
@@ -191,7 +194,7 @@ func Code(err error) string {
 //     version 3; found it live at version 4: another write came first;
 //     re-read it (now version 4) and apply your change to that copy"; Err is
 //     the DynamoDB error, if any (the SDK's).
-//   - ErrOutcomeUnknown: Op is the write ("update"); Reason says why the
+//   - ErrOutcomeUnknown: Op is the write ("update", "put"); Reason says why the
 //     outcome is unknown and what to do; Err is the DynamoDB error (the
 //     SDK's).
 //   - ErrDynamoDB: a failed call to DynamoDB, DynamoDB Streams, or the

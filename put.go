@@ -3,6 +3,8 @@ package ddbindex
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -17,7 +19,10 @@ import (
 // absent: Put creates it again, with the version one more than the
 // tombstone's, so versions never go back (a copy read before the delete
 // still conflicts, and index entries written through stay ordered). A
-// mismatch is an ErrConflict *Error that says what was found and what to do. In
+// mismatch is an ErrConflict *Error that says what was found and what to do;
+// a creation that finds a tombstone, or its tombstone gone, after an attempt
+// DynamoDB may have applied (its answer lost) is ErrOutcomeUnknown, since the
+// item it would create over may be its own, deleted or moved since. In
 // write-through mode Put reads the stored item and the index-table writes
 // go in the same transaction, conditioned on the item being as read (see
 // the note on write-through at [Options.WriteThrough]).
@@ -51,9 +56,18 @@ func (t *Table[T]) Put(ctx context.Context, item T, optFns ...func(*dynamodb.Opt
 		cond, what, ok := t.guard(expected, nil, false)
 		over := false // the last attempt created the item over a tombstone
 		for attempt := 0; ; attempt++ {
-			cur, err := t.putItem(ctx, p, cond, what, ok, expected, optFns)
+			cur, unsure, err := t.putItem(ctx, p, cond, what, ok, expected, optFns)
 			if err == nil || t.s.version == nil || expected != 0 || !errors.Is(err, ErrConflict) || attempt+1 >= throughAttempts {
 				return item, err
+			}
+			var ce *Error
+			if unsure && errors.As(err, &ce) && (t.opts.isTombstone(cur) || (over && len(cur) == 0)) {
+				// That PutItem may have been applied before it failed its
+				// condition: the tombstone found, or the key found free,
+				// may be the item it created, deleted or moved away
+				// since. Creating the item again would apply this Put a
+				// second time, over that write.
+				return item, t.putOutcome(ce)
 			}
 			switch {
 			case t.opts.isTombstone(cur):
@@ -116,13 +130,15 @@ func (t *Table[T]) putThrough(ctx context.Context, item *T, p *prepared, expecte
 
 // putItem sends a Put's PutItem, with cond when ok, and settles a failed
 // condition (see settle). With the conflict it returns the stored item the
-// condition met.
-func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.ConditionBuilder, what string, ok bool, expected uint64, optFns []func(*dynamodb.Options)) (map[string]types.AttributeValue, error) {
+// condition met, and unsure: whether an attempt of the PutItem may have been
+// applied before (its answer lost), so that the item found may have been
+// written over this Put's own write.
+func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.ConditionBuilder, what string, ok bool, expected uint64, optFns []func(*dynamodb.Options)) (_ map[string]types.AttributeValue, unsure bool, _ error) {
 	in := &dynamodb.PutItemInput{TableName: aws.String(t.TableName()), Item: p.av}
 	if ok {
 		expr, err := expression.NewBuilder().WithCondition(cond).Build()
 		if err != nil {
-			return nil, writeErr("%w", err)
+			return nil, false, writeErr("%w", err)
 		}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -130,16 +146,26 @@ func (t *Table[T]) putItem(ctx context.Context, p *prepared, cond expression.Con
 	var att attempts
 	_, err := t.client.PutItem(ctx, in, att.with(optFns)...)
 	if err == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	cur, done := t.failedOn(ctx, "put", err, what, p.key, &att, optFns)
 	switch {
 	case done != nil:
-		return nil, done
+		return nil, false, done
 	case att.mayBeRetried() && sameItem(cur, p.av):
 		// A PutItem leaves exactly its item: finding it is finding our own
 		// write, applied by an attempt whose answer was lost.
-		return nil, nil
+		return nil, false, nil
 	}
-	return cur, &Error{Sentinel: ErrConflict, Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: sdkError(err)}
+	return cur, att.mayHaveApplied(), &Error{Sentinel: ErrConflict, Op: "put", Failed: []string{what + "; " + t.found(cur, expected, "put")}, Err: sdkError(err)}
+}
+
+// putOutcome is the outcome of a Put at version 0 whose PutItem failed its
+// condition, finding a tombstone or no item, after an attempt that may have
+// been applied (conflict is that failure): nothing tells a write that was
+// not applied from one applied and deleted or moved since.
+func (t *Table[T]) putOutcome(conflict *Error) error {
+	return &Error{Sentinel: ErrOutcomeUnknown, Op: "put", Err: conflict.Err, Reason: fmt.Sprintf(
+		"PutItem on %s failed after DynamoDB may have applied it, and its resend failed its condition (%s): the item this Put created may have been deleted or moved since, and a Put at version 0 does not create it again over that. Read the item to see whether your write is there before you put it again",
+		t.TableName(), strings.Join(conflict.Failed, "; "))}
 }

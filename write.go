@@ -469,8 +469,13 @@ func conflictOnly(tce *types.TransactionCanceledException) bool {
 // idempotency token makes their retries safe.
 
 // attempts counts the attempts of one SDK call: the retry middleware runs
-// the rest of the Finalize step once per attempt.
-type attempts struct{ n atomic.Int32 }
+// the rest of the Finalize step once per attempt. unsure is set when an
+// attempt failed in a way after which DynamoDB may have applied it (see
+// notApplied): a timeout, a reset connection, a 5xx answer.
+type attempts struct {
+	n      atomic.Int32
+	unsure atomic.Bool
+}
 
 // option is a per-call SDK option that counts the call's attempts.
 func (a *attempts) option(o *dynamodb.Options) {
@@ -478,7 +483,11 @@ func (a *attempts) option(o *dynamodb.Options) {
 		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("ddbindexCountAttempts",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				a.n.Add(1)
-				return next.HandleFinalize(ctx, in)
+				out, md, err := next.HandleFinalize(ctx, in)
+				if err != nil && !notApplied(err) {
+					a.unsure.Store(true)
+				}
+				return out, md, err
 			}), middleware.After)
 	})
 }
@@ -493,6 +502,11 @@ func (a *attempts) with(optFns []func(*dynamodb.Options)) []func(*dynamodb.Optio
 // applied: more than one attempt, or an unknown count (a client that does
 // not run per-call options).
 func (a *attempts) mayBeRetried() bool { return a.n.Load() != 1 }
+
+// mayHaveApplied reports whether an attempt of the call may have been
+// applied although the call failed: one failed after DynamoDB may have
+// applied it, or the count is unknown.
+func (a *attempts) mayHaveApplied() bool { return a.n.Load() == 0 || a.unsure.Load() }
 
 // newToken returns a random write token: 128 bits, as text.
 func newToken() string { return rand.Text() }
