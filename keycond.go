@@ -2,7 +2,9 @@ package ddbindex
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -583,13 +585,26 @@ func (d *layout) partition(values []any) (types.AttributeValue, []string, error)
 	return av, texts, nil
 }
 
-// filterOffKeys refuses a filter that names a key attribute of d (of any
+// checkFilter refuses a filter that names a key attribute of d (of any
 // kind: the base table, a GSI, an LSI, an index table): DynamoDB refuses a FilterExpression that references
-// a key attribute of the index it queries.
-func (d *layout) filterOffKeys(c expression.ConditionBuilder) error {
+// a key attribute of the index it queries. It refuses, as a write's, a
+// value DynamoDB would refuse or change (a Number it cannot hold, a String
+// that is not UTF-8, a set with a member twice).
+func (d *layout) checkFilter(c expression.ConditionBuilder) error {
 	fe, err := expression.NewBuilder().WithFilter(c).Build()
 	if err != nil {
 		return queryErr(d.name, "%v", err)
+	}
+	values := fe.Values()
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if err := checkValue(values[k], "value"); err != nil {
+			return queryErr(d.name, "the filter holds a value DynamoDB would refuse or change: %v", err)
+		}
+	}
+	for _, n := range fe.Names() {
+		if !utf8.ValidString(n) {
+			return queryErr(d.name, "the filter names attribute %q, which is %v", n, errInvalidUTF8)
+		}
 	}
 	for _, n := range fe.Names() {
 		for _, k := range d.keyAttrs() {

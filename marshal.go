@@ -27,7 +27,8 @@ import (
 // (convert such times to UTC). A Number DynamoDB would refuse anywhere in
 // the item (NaN, ±Inf, more than 38 significant digits, a magnitude outside
 // 1E-130 to 9.99...E+125), in a list, map or set too, is refused, naming
-// the attribute. An item the library cannot store or key is an error
+// the attribute; so is a set DynamoDB would refuse, an empty one or one that
+// holds a member twice (Numbers compared by value). An item the library cannot store or key is an error
 // matching [ErrInvalidWrite].
 func (t *Table[T]) Marshal(item T) (map[string]types.AttributeValue, error) {
 	if err := t.usable("Marshal", ErrInvalidWrite); err != nil {

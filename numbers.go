@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file holds the one check of the values the library writes: every
@@ -19,8 +21,10 @@ import (
 // ±Inf, which attributevalue writes as the texts "NaN", "+Inf" and "-Inf")
 // the service refuses. A String (a String set's elements, a Map's and an
 // item's attribute names) must be UTF-8: the SDK would send U+FFFD in place
-// of each invalid byte, and store another value than the one given. A nil
-// value or member, or a type DynamoDB does not have, cannot be sent at all.
+// of each invalid byte, and store another value than the one given. A set
+// is not empty and holds each member once (Numbers by value). A nil value
+// or member, or a type DynamoDB does not have, cannot be sent at all. A
+// query's Filter values are checked the same way.
 
 // maxNumberDigits is the significant digits a DynamoDB Number holds.
 const maxNumberDigits = 38
@@ -61,6 +65,7 @@ func checkValue(v types.AttributeValue, path string) error {
 				return fmt.Errorf("attribute %s (a number set): %w", path, err)
 			}
 		}
+		return checkSetMembers(path, "number", v.Value, av.NumberKey)
 	case *types.AttributeValueMemberS:
 		if !utf8.ValidString(v.Value) {
 			return fmt.Errorf("attribute %s: the String %q is %w (DynamoDB would store U+FFFD for each invalid byte); store bytes as Binary", path, v.Value, errInvalidUTF8)
@@ -71,6 +76,9 @@ func checkValue(v types.AttributeValue, path string) error {
 				return fmt.Errorf("attribute %s (a string set): %q is %w (DynamoDB would store U+FFFD for each invalid byte)", path, e, errInvalidUTF8)
 			}
 		}
+		return checkSetMembers(path, "string", v.Value, func(s string) string { return s })
+	case *types.AttributeValueMemberBS:
+		return checkSetMembers(path, "binary", v.Value, func(b []byte) string { return string(b) })
 	case *types.AttributeValueMemberL:
 		for i, e := range v.Value {
 			if err := checkValue(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -91,11 +99,29 @@ func checkValue(v types.AttributeValue, path string) error {
 				return err
 			}
 		}
-	case *types.AttributeValueMemberB, *types.AttributeValueMemberBS, *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+	case *types.AttributeValueMemberB, *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
 	case *types.UnknownUnionMember:
 		return fmt.Errorf("attribute %s: unknown attribute type %q", path, v.Tag)
 	default:
 		return fmt.Errorf("attribute %s: %T is no DynamoDB attribute type", path, v)
+	}
+	return nil
+}
+
+// checkSetMembers refuses a set DynamoDB refuses: an empty one, or one
+// that holds a member twice (key gives the members' identity: a Number's
+// value, not its text, so 1 and 1.0 are one member).
+func checkSetMembers[E any](path, kind string, members []E, key func(E) string) error {
+	if len(members) == 0 {
+		return fmt.Errorf("attribute %s: an empty %s set, which DynamoDB refuses (omit the attribute, or REMOVE it)", path, kind)
+	}
+	seen := make(map[string]int, len(members))
+	for i, m := range members {
+		k := key(m)
+		if j, ok := seen[k]; ok {
+			return fmt.Errorf("attribute %s: members %d and %d of the %s set are equal, and DynamoDB refuses a set that holds a member twice", path, j, i, kind)
+		}
+		seen[k] = i
 	}
 	return nil
 }

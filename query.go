@@ -88,7 +88,8 @@ func (q Query[T]) After(cursor string) Query[T] { q.cursor = cursor; return q }
 // the path a, then b; an attribute whose name holds a dot is
 // expression.NameNoDotSplit("a.b"). A condition on a key attribute of the
 // index read fails with ErrInvalidQuery before any request (DynamoDB
-// refuses it): put it in Where instead.
+// refuses it): put it in Where instead. So does a value DynamoDB would
+// refuse or change, checked as a write's values are (see [Table.Marshal]).
 func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
 	if q.filter != nil {
 		c = q.filter.And(c)
@@ -365,7 +366,7 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		filter = &live
 	}
 	if q.filter != nil {
-		if err := d.filterOffKeys(*q.filter); err != nil {
+		if err := d.checkFilter(*q.filter); err != nil {
 			return nil, err
 		}
 	}
