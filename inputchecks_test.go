@@ -95,3 +95,58 @@ func TestFilterValuesDynamoDBRefuses(t *testing.T) {
 	_, err = tb.Query("by_g", "g").Filter(expression.Name("body").Equal(expression.Value("ok"))).Explain()
 	require.NoError(t, err)
 }
+
+// TestUpdateOverlappingPathsRefused: DynamoDB refuses an UpdateItem with
+// two operations on one document path, on a path and a path inside it, or
+// on a path as a map and as a list: Update refuses them first.
+func TestUpdateOverlappingPathsRefused(t *testing.T) {
+	t.Parallel()
+	cl := &wrNoClient{}
+	tb, err := New[icItem](cl)
+	require.NoError(t, err)
+	ctx := t.Context()
+	for name, u := range map[string]Update{
+		"one path twice":         Set("body", "a").Set("body", "b"),
+		"SET and REMOVE":         Set("body", "a").Remove("body"),
+		"ADD and SET":            Add("cnt", 1).Set("cnt", 2),
+		"a path inside another":  Set("m.x", 1).Set("m", map[string]int{}),
+		"an element inside":      Remove("m.l").Set("m.l[2].y", 1),
+		"one element twice":      Set("m.l[1]", 1).Remove("m.l[01]"),
+		"a map and a list":       Set("m.x", 1).Set("m[0]", 2),
+		"escaped names compared": Set(`a\.b.c`, 1).Remove(`a\.b`),
+	} {
+		err := tb.Update(ctx, icItem{ID: "1"}, u)
+		require.ErrorIs(t, err, ErrInvalidWrite, name)
+		require.ErrorContains(t, err, "overlap", name)
+	}
+	for name, u := range map[string]Update{
+		"siblings":                 Set("m.x", 1).Set("m.y", 2),
+		"two elements":             Set("m.l[0]", 1).Set("m.l[1]", 2),
+		"a dotted name, a path":    Set(`a\.b`, 1).Set("a.b", 2),
+		"a name and its prefix":    Set("body", "x").Set("bodyx", "y"),
+		"an element and a sibling": Set("m.l[0]", 1).Set("m.k", 2),
+	} {
+		ops, err := u.resolve()
+		require.NoError(t, err, name)
+		require.NoError(t, checkOverlaps(ops), name)
+	}
+	require.Zero(t, cl.calls.Load(), "no request may be sent")
+}
+
+// TestUpdateValuesOverItemLimit: an Update whose values alone (with the
+// item's key) are over DynamoDB's 400 KB item limit can only fail: it is
+// refused before any request.
+func TestUpdateValuesOverItemLimit(t *testing.T) {
+	t.Parallel()
+	cl := &wrNoClient{}
+	tb, err := New[icItem](cl)
+	require.NoError(t, err)
+	ctx := t.Context()
+	big := strings.Repeat("x", 210*1024)
+	err = tb.Update(ctx, icItem{ID: "1"}, Set("body", big).Set("m.y", big))
+	require.ErrorIs(t, err, ErrInvalidWrite)
+	require.ErrorContains(t, err, "400 KB")
+	err = tb.Update(ctx, icItem{ID: "1"}, Set("body", strings.Repeat("x", 401*1024)))
+	require.ErrorIs(t, err, ErrInvalidWrite)
+	require.Zero(t, cl.calls.Load(), "no request may be sent")
+}

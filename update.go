@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // This file holds Table.Update: the plan of the derived index keys it
@@ -59,8 +61,11 @@ import (
 // transaction). In write-through mode every other update is refused too,
 // with [ErrUnsupported]: the index tables need the whole new item, so use
 // Put. Refused with [ErrInvalidWrite]: an Update without operations, a
-// malformed path, a value that does not marshal or holds a Number DynamoDB
-// would refuse (see [Table.Marshal]), and a change of an attribute ddbindex
+// malformed path, two operations on overlapping paths (one path twice, a
+// path and a path inside it, a path as a map's and as a list's: DynamoDB
+// refuses them), values that with the item's key are over DynamoDB's 400 KB
+// item limit, a value that does not marshal or holds a Number or a set
+// DynamoDB would refuse (see [Table.Marshal]), and a change of an attribute ddbindex
 // owns (the version field, the write token, the tombstone marker and the
 // field tagged ddbindex:"deleted").
 //
@@ -91,6 +96,9 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 	}
 	key0, texts, err := t.keyOf(&key)
 	if err != nil {
+		return err
+	}
+	if err := checkUpdateSize(t.s.model, key0, ops); err != nil {
 		return err
 	}
 	v, err := t.version(&key)
@@ -147,6 +155,28 @@ func (t *Table[T]) Update(ctx context.Context, key T, update Update, optFns ...f
 		}
 		return &Error{Sentinel: ErrConflict, Op: "update", Err: sdkError(err), Failed: []string{what + "; " + t.found(found, v, "update")}}
 	}
+}
+
+// checkUpdateSize refuses an update that can only fail for DynamoDB's item
+// limit: the item it leaves holds at least key and every value it sets, each
+// at its own path (checkOverlaps), which may be more than 400 KB whatever
+// the stored item holds.
+func checkUpdateSize(model string, key map[string]types.AttributeValue, ops []updateOp) error {
+	n := av.ItemSize(key)
+	for _, op := range ops {
+		switch {
+		case op.value == nil:
+		case op.nested:
+			n += av.Size(op.value)
+		default:
+			n += av.AttrSize(op.attr, op.value)
+		}
+	}
+	if n > maxItemSize {
+		return writeErr("Update of %s sets values of %d bytes with the item's key, as DynamoDB counts them (attribute names and values), over DynamoDB's item limit of %d (400 KB)",
+			model, n, maxItemSize)
+	}
+	return nil
 }
 
 // updatePlan is what an update does to the keys.

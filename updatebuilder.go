@@ -127,6 +127,8 @@ type updateOp struct {
 	setTo expression.OperandBuilder
 	// arg is the value ADD adds or DELETE deletes.
 	arg expression.ValueBuilder
+	// elems are the path's elements (see pathElems).
+	elems []string
 }
 
 // resolve checks u's operations and resolves them: each path's attribute,
@@ -143,7 +145,72 @@ func (u Update) resolve() ([]updateOp, error) {
 		}
 		out[i] = op
 	}
+	if err := checkOverlaps(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// checkOverlaps refuses what DynamoDB refuses in one update expression: two
+// operations on one document path or on a path and a path inside it (they
+// overlap), or on a path as a map's and as a list's (they conflict). List
+// indexes compare as numbers: [1] and [01] are one element.
+func checkOverlaps(ops []updateOp) error {
+	for i, a := range ops {
+		for _, b := range ops[:i] {
+			n := min(len(a.elems), len(b.elems))
+			same := 0
+			for same < n && a.elems[same] == b.elems[same] {
+				same++
+			}
+			switch {
+			case same == n:
+				return fmt.Errorf("%s %q and %s %q: the paths overlap (one is the other, or inside it), and DynamoDB refuses two operations on one path in an update: make them one",
+					b.mode, b.path, a.mode, a.path)
+			case a.elems[same][0] != b.elems[same][0]:
+				return fmt.Errorf("%s %q and %s %q: the paths overlap, one taking %s as a map and the other as a list, and DynamoDB refuses that",
+					b.mode, b.path, a.mode, a.path, strings.Join(a.elemNames(same), "."))
+			}
+		}
+	}
+	return nil
+}
+
+// elemNames lists the names of the first n elements of op's path, a list
+// index with the name before it.
+func (op updateOp) elemNames(n int) []string {
+	var out []string
+	for _, e := range op.elems[:n] {
+		if e[0] == '[' {
+			out[len(out)-1] += e + "]"
+			continue
+		}
+		out = append(out, e[1:])
+	}
+	return out
+}
+
+// pathElems returns the elements of a path split by splitPath as the SDK's
+// expression builder reads them, each a name ("." and the name) or a list
+// index ("[" and the index without leading zeros). The builder reads the
+// indexes of an element that ends with "]" and takes any other whole.
+func pathElems(words []string) []string {
+	var out []string
+	for _, w := range words {
+		name, idx, ok := strings.Cut(w, "[")
+		if !ok || !strings.HasSuffix(w, "]") {
+			out = append(out, "."+w)
+			continue
+		}
+		out = append(out, "."+name)
+		for _, n := range strings.Split(strings.TrimSuffix(idx, "]"), "][") {
+			if n = strings.TrimLeft(n, "0"); n == "" {
+				n = "0"
+			}
+			out = append(out, "["+n)
+		}
+	}
+	return out
 }
 
 func (s updateStep) resolve() (updateOp, error) {
@@ -159,6 +226,7 @@ func (s updateStep) resolve() (updateOp, error) {
 	if _, err := op.name.BuildOperand(); err != nil {
 		return op, fmt.Errorf("not a document path (attribute names separated by dots, list elements as [n]): %w", err)
 	}
+	op.elems = pathElems(elems)
 	op.attr, _, _ = strings.Cut(elems[0], "[")
 	op.nested = len(elems) > 1 || op.attr != elems[0]
 	if s.mode == "REMOVE" {
