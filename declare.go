@@ -264,6 +264,7 @@ func parseSchema(t reflect.Type) (*schema, error) {
 		p.layouts,
 		p.s.checkAttributeNames,
 		p.s.checkSysAttrs,
+		p.s.checkExpressionNames,
 	} {
 		if err := phase(); err != nil {
 			return nil, err
@@ -673,6 +674,38 @@ func (s *schema) checkSysAttrs() error {
 		}
 		if slices.Contains(reserved[:i], a) {
 			return &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("the TableSpec tag names attribute %q for two purposes (deletedattr=, ttlattr=, versionattr= and tokenattr= must differ)", a)}
+		}
+	}
+	return nil
+}
+
+// checkExpressionNames refuses a "[" or "]" in the name of an attribute
+// that the library's conditions, key conditions and projections name: the
+// key attributes of every table and index and their components, the version
+// field, and the attributes of tombstones, versions and write tokens. The
+// SDK's expression builder reads brackets as list indexes, even in a name
+// it does not split at dots, so a condition on such an attribute would test
+// another path (attribute_not_exists of a list element is always true).
+func (s *schema) checkExpressionNames() error {
+	type named struct{ attr, what string }
+	var names []named
+	for _, f := range s.fields {
+		names = append(names, named{f.attr, "the key field " + f.goName})
+	}
+	if s.version != nil {
+		names = append(names, named{s.version.attr, "the version field " + s.version.goName})
+	}
+	for _, l := range append([]*layout{s.base}, s.indexes...) {
+		for _, k := range l.keyAttrs() {
+			names = append(names, named{k.attr, "a key attribute of " + l.label()})
+		}
+	}
+	for _, a := range []string{s.sys.deleted, s.sys.ttl, s.sys.version, s.sys.token} {
+		names = append(names, named{a, "the TableSpec's deletedattr=, ttlattr=, versionattr= or tokenattr="})
+	}
+	for _, n := range names {
+		if strings.ContainsAny(n.attr, "[]") {
+			return &Error{Sentinel: ErrDeclaration, Model: s.model, Reason: fmt.Sprintf("attribute %q (%s) holds a bracket, which DynamoDB expressions read as a list index: ddbindex names it in conditions and key conditions, so rename it", n.attr, n.what)}
 		}
 	}
 	return nil

@@ -150,3 +150,53 @@ func TestUpdateValuesOverItemLimit(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidWrite)
 	require.Zero(t, cl.calls.Load(), "no request may be sent")
 }
+
+// A model attribute named with [ or ]: the SDK's expression builder reads
+// them as list indexes, even in a name it is told not to split, so a
+// condition on such a key or version attribute would test another path
+// (attribute_not_exists of a list element: always true).
+type icBracketKey struct {
+	_  TableSpec `ddbindex:"bracket-key"`
+	ID string    `dynamodbav:"id[0]" ddbindex:"pk"`
+}
+
+type icBracketVersion struct {
+	_   TableSpec `ddbindex:"bracket-version"`
+	ID  string    `dynamodbav:"id" ddbindex:"pk"`
+	Ver int64     `dynamodbav:"v[1]" ddbindex:"version"`
+}
+
+type icBracketDerived struct {
+	_  TableSpec `ddbindex:"bracket-derived"`
+	_  IndexSpec `ddbindex:"by_g,type=gsi,pk=G[0]"`
+	ID string    `dynamodbav:"id" ddbindex:"pk"`
+	G  string    `dynamodbav:"g" ddbindex:"by_g.pk:0"`
+	H  string    `dynamodbav:"h" ddbindex:"by_g.pk:1"`
+}
+
+type icBracketSys struct {
+	_  TableSpec `ddbindex:"bracket-sys,softdelete,deletedattr=del]"`
+	ID string    `dynamodbav:"id" ddbindex:"pk"`
+}
+
+func TestBracketedAttributeNamesRefused(t *testing.T) {
+	t.Parallel()
+	for name, newFn := range map[string]func() error{
+		"a key attribute":    func() error { _, err := New[icBracketKey](nil); return err },
+		"the version":        func() error { _, err := New[icBracketVersion](nil); return err },
+		"a derived key":      func() error { _, err := New[icBracketDerived](nil); return err },
+		"a tombstone marker": func() error { _, err := New[icBracketSys](nil); return err },
+	} {
+		err := newFn()
+		require.ErrorIs(t, err, ErrDeclaration, name)
+		require.ErrorContains(t, err, "[", name)
+	}
+	// Project takes attribute names whole: one with a bracket cannot be
+	// named through the expression builder.
+	tb, err := New[icItem](nil)
+	require.NoError(t, err)
+	_, err = tb.Query("by_g", "g").Project("body[0]").Explain()
+	require.ErrorIs(t, err, ErrInvalidQuery)
+	_, err = tb.Query("by_g", "g").Project("body").Explain()
+	require.NoError(t, err)
+}

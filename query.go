@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -104,7 +105,9 @@ func (q Query[T]) Filter(c expression.ConditionBuilder) Query[T] {
 // the order first named, each once: Project("title").Project("prio",
 // "title") reads title, prio and the keys. A Query without Project reads
 // every attribute. Each name is an attribute's, taken whole, never a path:
-// Project("user.id") reads the attribute named user.id.
+// Project("user.id") reads the attribute named user.id. A name with "[" or
+// "]" in it, which DynamoDB expressions read as a list index, fails with
+// ErrInvalidQuery.
 func (q Query[T]) Project(attrs ...string) Query[T] {
 	names := slices.Clip(q.project) // a copy shares the array: append copies
 	for _, a := range attrs {
@@ -382,6 +385,11 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		b, built = b.WithFilter(*filter), true
 	}
 	if len(q.project) > 0 {
+		for _, n := range q.project {
+			if strings.ContainsAny(n, "[]") {
+				return nil, queryErr(d.name, "Project(%q): a projection names whole attributes, and DynamoDB expressions read a bracket as a list index, so no projection can name an attribute whose name holds one", n)
+			}
+		}
 		names := q.t.withTombstoneMarker(slices.Clone(q.project))
 		for _, k := range d.readKeys {
 			if !slices.Contains(names, k) {
