@@ -318,3 +318,44 @@ func TestBackfillSplitRecordsItsEndOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string][]ddbindex.Kind{"by_status": {ddbindex.IndexTable}}, ready)
 }
+
+// TestForgetBackfill: ForgetBackfill forgets a finished backfill, its
+// record and its positions, so that the next Backfill of the form scans
+// every segment again and records its end anew; it refuses a form the
+// index does not keep before any request.
+func TestForgetBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newKPFleet(t)
+	f.seed(t, kpStep1{ID: "a", Team: "T", Status: "open", Created: 1}, kpStep1{ID: "b", Team: "U", Status: "open", Created: 2})
+	r, err := NewRouter(f.c, RouterOptions{ControlTable: f.control})
+	require.NoError(t, err)
+	store := &DynamoDBCheckpoints{Client: f.c, Table: f.control}
+	backfill := func() BackfillStats {
+		t.Helper()
+		st, err := Backfill(ctx, f.s1, f.c, "by_status", func(o *BackfillOptions) { o.Checkpoint = store })
+		require.NoError(t, err)
+		return st
+	}
+	ready := func() map[string][]ddbindex.Kind {
+		t.Helper()
+		_, ready, err := r.ShadowRates(ctx, "kp-tickets")
+		require.NoError(t, err)
+		return ready
+	}
+	require.Equal(t, 2, backfill().Scanned)
+	require.Equal(t, map[string][]ddbindex.Kind{"by_status": {ddbindex.IndexTable}}, ready())
+	require.Equal(t, BackfillStats{AlreadyDone: 1}, backfill(), "finished: a second call scans nothing")
+
+	require.NoError(t, ForgetBackfill(ctx, store, f.s1, "by_status", ddbindex.IndexTable))
+	require.Empty(t, ready(), "the record that it finished is gone")
+	st := backfill()
+	require.Equal(t, 2, st.Scanned, "every segment is scanned again")
+	require.Zero(t, st.AlreadyDone)
+	require.Equal(t, map[string][]ddbindex.Kind{"by_status": {ddbindex.IndexTable}}, ready(), "and its end recorded anew")
+
+	require.ErrorIs(t, ForgetBackfill(ctx, store, f.s0, "by_status", ddbindex.IndexTable), ddbindex.ErrInvalidWrite, "a form the index does not keep")
+	require.ErrorIs(t, ForgetBackfill(ctx, store, f.s1, "nope", ddbindex.IndexTable), ddbindex.ErrInvalidWrite)
+	require.ErrorIs(t, ForgetBackfill(ctx, nil, f.s1, "by_status", ddbindex.IndexTable), ddbindex.ErrInvalidWrite)
+	require.Equal(t, map[string][]ddbindex.Kind{"by_status": {ddbindex.IndexTable}}, ready(), "refusals change nothing")
+}

@@ -200,3 +200,42 @@ func recordBackfilled(ctx context.Context, api interface {
 	}
 	return nil
 }
+
+// ForgetBackfill forgets, in the control table store names, the backfill of
+// form of index of t's model: the positions it saved (as store's Clear) and
+// the record that it finished. Call it when the form's contents stop being
+// what the backfill made them: the form is dropped (a form created again
+// later holds none of the items written while it was gone, and a finished
+// record or finished positions left behind would let routes and Shadows
+// take it as filled, and a later Backfill skip every segment as done), or a
+// backfill is started again from the beginning. The index must keep form.
+// A nil store, store without a Client or Table, nil t, or an index or form
+// t does not declare fails with an error matching
+// [ddbindex.ErrInvalidWrite] before any request.
+func ForgetBackfill[T any](ctx context.Context, store *DynamoDBCheckpoints, t *ddbindex.Table[T], index string, form ddbindex.Kind) error {
+	model := reflect.TypeFor[T]().Name()
+	if err := store.check(); err != nil {
+		return err
+	}
+	if t == nil {
+		return fmt.Errorf("%w: ForgetBackfill of %s index %s: a nil Table", ddbindex.ErrInvalidWrite, model, index)
+	}
+	infos := t.Indexes()
+	i := slices.IndexFunc(infos, func(ix ddbindex.IndexInfo) bool { return ix.Name == index })
+	if index == "" || i < 0 || !slices.ContainsFunc(infos[i].Forms, func(f ddbindex.IndexForm) bool { return f.Kind == form }) {
+		return fmt.Errorf("%w: ForgetBackfill of %s index %q (%s): the model keeps no such index and form", ddbindex.ErrInvalidWrite, model, index, form)
+	}
+	// The keys Backfill saves positions under and records its end with.
+	if err := store.Clear(ctx, t.TableName()+"#"+index+"#"+form.String()); err != nil {
+		return err
+	}
+	table := infos[0].Forms[0].Declared
+	_, err := store.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(store.Table), Key: map[string]types.AttributeValue{
+		controlPK: &types.AttributeValueMemberS{Value: statePrefix + table},
+		controlSK: &types.AttributeValueMemberS{Value: readyPrefix + index + "#" + form.String()},
+	}}, store.ClientOptions...)
+	if err != nil {
+		return fmt.Errorf("migrate: forget the end of the backfill of %s/%s (%s) in %s: %w", table, index, form, store.Table, controlCallErr("DeleteItem", store.Table, err))
+	}
+	return nil
+}

@@ -19,13 +19,13 @@ import (
 
 func runBackfill(e *env, args []string) error {
 	fs := e.commandFlags("backfill", "--index INDEX")
-	index := fs.String("index", "", "the logical `INDEX` whose new form to fill (required)")
+	index := fs.String("index", "", "the logical `INDEX` whose kept form (keep=) to fill (required)")
 	workers := fs.Int("workers", 1, "segments this process scans in parallel")
 	segment := fs.Int("segment", 0, "the first segment this process scans (with --total-segments)")
 	total := fs.Int("total-segments", 0, "segments of the whole scan; give process i of P (W workers each) --total-segments P*W --workers W --segment i*W (default: --workers)")
 	rate := fs.Float64("rate", 0, "write units a second the backfill's writes may consume, all workers together (0: no cap)")
 	pageSize := fs.Int("page-size", 0, "items a Scan request reads (default 500)")
-	restart := fs.Bool("restart", false, "forget the saved positions first, and scan from the start")
+	restart := fs.Bool("restart", false, "forget the saved positions, and the record that the backfill finished, first; and scan from the start")
 	noCheckpoint := fs.Bool("no-checkpoint", false, "save no positions (a killed backfill then starts again from the beginning)")
 	force := fs.Bool("force", false, "backfill even though the fleet view says a live instance does not keep the form")
 	if err := e.parse(fs, args, "backfill"); err != nil {
@@ -74,17 +74,16 @@ func runBackfill(e *env, args []string) error {
 	default:
 		store = &migrate.DynamoDBCheckpoints{Client: e.api(), Table: t.controlTable()}
 	}
-	// The key Backfill saves positions under: the physical base table, the
-	// index and the form filled.
-	key := t.baseTable() + "#" + ix.Name + "#" + filled.Kind.String()
 	if *restart {
 		if store == nil {
 			return usageErr("backfill", "--restart forgets saved positions, which need a control table and no --no-checkpoint")
 		}
-		if err := store.Clear(e.ctx, key); err != nil {
+		// The record that an earlier run finished goes too: until this one
+		// finishes, routes and Shadows must not take the form as filled.
+		if err := t.forgetBackfill(e.ctx, store, ix.Name, filled.Kind); err != nil {
 			return fmt.Errorf("forgetting the saved positions of %s: %w", what, err)
 		}
-		fmt.Fprintf(e.stdout, "forgot the saved positions of %s in %s\n", what, t.controlTable())
+		fmt.Fprintf(e.stdout, "forgot the saved positions of %s in %s, and any record that its backfill finished\n", what, t.controlTable())
 	}
 
 	var bar *progressbar.ProgressBar

@@ -286,12 +286,23 @@ func runDrop(e *env, args []string) error {
 		_, err = api.DeleteTable(e.ctx, &dynamodb.DeleteTableInput{TableName: aws.String(f.Table)})
 	}
 	var nf *types.ResourceNotFoundException
-	if errors.As(err, &nf) {
+	gone := errors.As(err, &nf)
+	if err != nil && !gone {
+		return fmt.Errorf("dropping the %s: %w", what, err)
+	}
+	// A form created again later holds none of the items written while it
+	// was gone: a record that its backfill finished, or finished positions,
+	// left behind would let route set and Shadows take it as filled, and a
+	// later backfill skip every segment.
+	if t.controlTable() != "" {
+		store := &migrate.DynamoDBCheckpoints{Client: e.api(), Table: t.controlTable()}
+		if err := t.forgetBackfill(e.ctx, store, ix.Name, k); err != nil {
+			return fmt.Errorf("the %s is dropped, but forgetting its backfill in %s failed (run backfill --index %s --restart once the form exists again): %w", what, t.controlTable(), ix.Name, err)
+		}
+	}
+	if gone {
 		fmt.Fprintf(e.stdout, "the %s is gone already\n", what)
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("dropping the %s: %w", what, err)
 	}
 	fmt.Fprintf(e.stdout, "dropping the %s (DynamoDB deletes it in the background)\n", what)
 	fmt.Fprintf(e.stdout, "next: deploy the model without keep=%s; until then the start-up check reports the missing kept form\n", k)

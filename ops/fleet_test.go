@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/ddbtest"
 	"github.com/ddbindex/ddbindex/migrate"
 	"github.com/ddbindex/ddbindex/ops"
 )
@@ -111,4 +112,61 @@ func describeGSIs(t *testing.T, f *fixture) []string {
 		names = append(names, aws.ToString(g.IndexName))
 	}
 	return names
+}
+
+// TicketV4 is Ticket's model once the migration ended: the index table
+// alone, no GSI key kept.
+type TicketV4 struct {
+	_      ddbindex.TableSpec `ddbindex:"tickets"`
+	_      ddbindex.IndexSpec `ddbindex:"by_status,type=table"`
+	ID     string             `dynamodbav:"id"     ddbindex:"pk"`
+	Team   string             `dynamodbav:"team"   ddbindex:"by_status.pk"`
+	Status string             `dynamodbav:"status" ddbindex:"by_status.sk:0"`
+	Prio   int                `dynamodbav:"prio"   ddbindex:"by_status.sk:1"`
+	Title  string             `dynamodbav:"title"`
+}
+
+// TestDropForgetsBackfill: drop forgets the dropped form's backfill, so
+// that the form, created again, is not taken as filled. A GSI backfilled
+// at step 3 (which lets a route to it go without --force) is dropped, an
+// item is written without its keys meanwhile, and the GSI is added again:
+// route set refuses it until a backfill, which scans every item again
+// instead of taking its old segments as done, and writes the item's keys.
+func TestDropForgetsBackfill(t *testing.T) {
+	t.Parallel()
+	ddbtest.Require(t, ddbtest.Streams)
+	ddbtest.Require(t, ddbtest.TTL)
+	ddbtest.Require(t, ddbtest.GSIUpdate)
+	f, _ := ticketFixture(t)
+	f.models = []ops.ModelDef{ops.Model[TicketV2]()}
+	run := func(want int, args ...string) result {
+		t.Helper()
+		r := f.run("", args...)
+		require.Equal(t, want, r.code, "%v\n%s%s", args, r.stdout, r.stderr)
+		return r
+	}
+	// The GSI is the kept form: no backfill of it is recorded.
+	r := run(2, "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
+	require.Contains(t, r.stderr, "records no finished backfill of the gsi")
+	r = run(0, "backfill", "--index", "by_status")
+	require.Contains(t, r.stdout, "12 scanned, 0 written")
+	run(0, "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
+
+	run(0, "route", "set", "--index", "by_status", "--to", "table", "--percent", "100")
+	run(0, "drop", "--index", "by_status", "--form", "gsi", "--force")
+	require.Empty(t, describeGSIs(t, f))
+	v4, err := ddbindex.New[TicketV4](f.client, func(o *ddbindex.Options) { o.TableName = func(s string) string { return f.prefix + s } })
+	require.NoError(t, err)
+	_, err = v4.Put(t.Context(), TicketV4{ID: "t-new", Team: "TEAM-1", Status: "open", Prio: 1})
+	require.NoError(t, err)
+
+	// The way back: the GSI is added again, without the new item.
+	run(0, "prepare")
+	require.NotEmpty(t, describeGSIs(t, f))
+	r = run(2, "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
+	require.Contains(t, r.stderr, "records no finished backfill of the gsi", "the dropped GSI's backfill is forgotten")
+	r = run(0, "backfill", "--index", "by_status")
+	require.Contains(t, r.stdout, "13 scanned, 1 written", "every item is scanned again")
+	require.NotContains(t, r.stdout, "already done")
+	run(0, "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
 }

@@ -84,6 +84,7 @@ type table interface {
 	setRoute(ctx context.Context, index string, r migrate.Route) error
 	setShadow(ctx context.Context, index string, rate float64) error
 	backfilled(ctx context.Context) (map[string][]ddbindex.Kind, error)
+	forgetBackfill(ctx context.Context, store *migrate.DynamoDBCheckpoints, index string, form ddbindex.Kind) error
 	sample(ctx context.Context, api migrate.ScanAPI, ix ddbindex.IndexInfo, n, maxScan int) ([][]any, int, error)
 }
 
@@ -237,6 +238,12 @@ func (x *tableOf[T]) setRoute(ctx context.Context, index string, r migrate.Route
 func (x *tableOf[T]) backfilled(ctx context.Context) (map[string][]ddbindex.Kind, error) {
 	_, ready, err := x.router.ShadowRates(ctx, x.t.Indexes()[0].Forms[0].Declared)
 	return ready, err
+}
+
+// forgetBackfill forgets the saved positions of the backfill of form of
+// index, and the record that it finished (migrate.ForgetBackfill).
+func (x *tableOf[T]) forgetBackfill(ctx context.Context, store *migrate.DynamoDBCheckpoints, index string, form ddbindex.Kind) error {
+	return migrate.ForgetBackfill(ctx, store, x.t, index, form)
 }
 
 func (x *tableOf[T]) setShadow(ctx context.Context, index string, rate float64) error {

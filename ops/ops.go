@@ -215,7 +215,7 @@ type command struct {
 var commands = []command{
 	{"check", "", "compare the live tables with the declarations (schema.Check)", runCheck},
 	{"prepare", "", "create what the declarations need and is missing: tables, GSIs, stream, TTL, control table (schema.Prepare)", runPrepare},
-	{"backfill", "--index NAME", "fill the form of an index that a migration introduces, resumably (Backfill)", runBackfill},
+	{"backfill", "--index NAME", "fill the kept form (keep=) of an index: the new one at steps 1-2, the original at step 3; resumably (Backfill)", runBackfill},
 	{"verify", "[--index NAME] [--partition P]...", "compare the two forms of an index over listed or sampled partitions; JSON report (Compare)", runVerify},
 	{"route", "[show | set --index NAME --to FORM ...]", "show or set the routes of indexes that keep two forms (control table)", runRoute},
 	{"rollout", "status [--window D]", "the fleet view: which instances keep, serve and shadow which form, reads per form, stale routes (migrate.Fleet)", runRollout},
