@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,14 +165,31 @@ func runRollout(e *env, args []string) error {
 			for _, n := range served {
 				total += n
 			}
-			var parts, last []string
-			for _, f := range ix.Forms {
-				share := ""
-				if total > 0 {
-					share = fmt.Sprintf(" (%.0f%%)", 100*float64(served[f.Kind])/float64(total))
+			// The forms this model keeps, then those other model versions
+			// served from (the GSI a step-4 command no longer declares):
+			// every share is of the same total.
+			forms := formKinds(ix)
+			for _, k := range slices.Sorted(maps.Keys(served)) {
+				if !slices.Contains(forms, k) {
+					forms = append(forms, k)
 				}
-				parts = append(parts, fmt.Sprintf("%s %d%s", f.Kind, served[f.Kind], share))
-				last = append(last, fmt.Sprintf("%s %s", f.Kind, ago(at, st.LastServed(declared(t), ix.Name, f.Kind))))
+			}
+			var parts, last []string
+			for i, k := range forms {
+				share := ""
+				switch {
+				case i >= len(ix.Forms): // served, so total > 0
+					share = fmt.Sprintf(" (%.0f%%; a form this model does not keep)", 100*float64(served[k])/float64(total))
+				case total > 0:
+					share = fmt.Sprintf(" (%.0f%%)", 100*float64(served[k])/float64(total))
+				}
+				parts = append(parts, fmt.Sprintf("%s %d%s", k, served[k], share))
+				last = append(last, fmt.Sprintf("%s %s", k, ago(at, st.LastServed(declared(t), ix.Name, k))))
+			}
+			if len(ix.Forms) == 1 && total == 0 {
+				// Reads of an index of one form are not observed: a 0 here
+				// would say that nothing read it.
+				parts = []string{fmt.Sprintf("not counted (an index of one form; every live instance serves its %s)", ix.Forms[0].Kind)}
 			}
 			fmt.Fprintf(e.stdout, "  served reads, last %v: %s\n", *window, strings.Join(parts, ", "))
 			fmt.Fprintf(e.stdout, "  last served read: %s\n", strings.Join(last, ", "))

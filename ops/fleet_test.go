@@ -170,3 +170,55 @@ func TestDropForgetsBackfill(t *testing.T) {
 	require.NotContains(t, r.stdout, "already done")
 	run(0, "route", "set", "--index", "by_status", "--to", "gsi", "--percent", "100")
 }
+
+// TestRolloutStatusServedForms: rollout status counts the reads of every
+// form the fleet served, those of a form the command's model no longer
+// keeps too (a step-4 command looking at a step-3 fleet), each share of one
+// total; and it does not report 0 reads for an index of one form, whose
+// reads are not observed.
+func TestRolloutStatusServedForms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, _ := ticketFixture(t)
+	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	f.now = func() time.Time { return at }
+	fl, err := migrate.NewFleet(f.client, migrate.FleetOptions{ControlTable: f.control, Instance: "v1", Version: "v1", Now: f.now})
+	require.NoError(t, err)
+	v1, err := ddbindex.New[Ticket](f.client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return f.prefix + s }
+		o.Observer = fl
+	})
+	require.NoError(t, err)
+	require.NoError(t, migrate.Register(fl, v1))
+	for range 3 {
+		_, err = v1.Query("by_status", "TEAM-1").Page(ctx) // the declared GSI
+		require.NoError(t, err)
+	}
+	require.NoError(t, fl.Flush(ctx))
+
+	f.models = []ops.ModelDef{ops.Model[TicketV4]()}
+	r := f.run("", "rollout", "status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "served reads, last 1h0m0s: table 0 (0%), gsi 3 (100%; a form this model does not keep)\n")
+	require.Contains(t, r.stdout, "last served read: table never, gsi 0s ago\n")
+
+	require.NoError(t, fl.Close(ctx))
+	f2, _ := ticketFixture(t)
+	f2.now = f.now
+	v0fl, err := migrate.NewFleet(f2.client, migrate.FleetOptions{ControlTable: f2.control, Instance: "v0", Version: "v0", Now: f.now})
+	require.NoError(t, err)
+	v0, err := ddbindex.New[TicketV0](f2.client, func(o *ddbindex.Options) {
+		o.TableName = func(s string) string { return f2.prefix + s }
+		o.Observer = v0fl
+	})
+	require.NoError(t, err)
+	require.NoError(t, migrate.Register(v0fl, v0))
+	_, err = v0.Query("by_status", "TEAM-1").Page(ctx)
+	require.NoError(t, err)
+	require.NoError(t, v0fl.Flush(ctx))
+	f2.models = []ops.ModelDef{ops.Model[TicketV0]()}
+	r = f2.run("", "rollout", "status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "served reads, last 1h0m0s: not counted (an index of one form; every live instance serves its gsi)\n")
+	require.Contains(t, r.stdout, "last served read: gsi 0s ago\n")
+}
