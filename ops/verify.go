@@ -111,7 +111,7 @@ func runVerify(e *env, args []string) error {
 			}
 		}
 		if len(ixs) == 0 {
-			return usageErr("verify", "no index of %s keeps two forms (declare keep= during a migration); name one with --index", t.name())
+			return usageErr("verify", "no index of %s keeps two forms (keep=): verify compares the two forms an index keeps during a migration", t.name())
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
+	"github.com/ddbindex/ddbindex/ops"
 )
 
 // TestVerifyRecheck: a partition whose forms differ is compared again
@@ -101,4 +102,17 @@ func TestVerifyRecheck(t *testing.T) {
 	r = f.run("", "verify", "--index", "by_status", "--partition", "TEAM-1", "--recheck", "-1s")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "--recheck -1s: want a duration of 0 or more")
+}
+
+// TestVerifyNoIndexOfTwoForms: verify of a model none of whose indexes keeps
+// two forms is a usage error that says what verify compares, and sends
+// nothing: naming an index would not help.
+func TestVerifyNoIndexOfTwoForms(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.models = []ops.ModelDef{ops.Model[TicketV4]()}
+	r := f.run("", "verify")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "no index of TicketV4 keeps two forms (keep=): verify compares the two forms an index keeps during a migration\n")
+	require.NotContains(t, r.stderr, "with --index")
 }
