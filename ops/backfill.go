@@ -202,7 +202,13 @@ func writeBackfillStats(w io.Writer, outcome, what string, st migrate.BackfillSt
 	if st.Resumed > 0 || st.AlreadyDone > 0 {
 		fmt.Fprintf(w, "  segments resumed from saved positions: %d; already done before this run: %d\n", st.Resumed, st.AlreadyDone)
 	}
+	// This run's own segments started from the beginning only when it had
+	// no positions of its own.
+	fresh := ", so its segments started from the beginning"
+	if st.Resumed > 0 || st.AlreadyDone > 0 {
+		fresh = ""
+	}
 	for _, n := range st.OtherTotals {
-		fmt.Fprintf(w, "  saved positions of a scan in %d segments were not used: this run splits the scan otherwise, so its segments started from the beginning (resume those with --total-segments %d)\n", n, n)
+		fmt.Fprintf(w, "  saved positions of a scan in %d segments were not used: this run splits the scan otherwise%s (resume those with --total-segments %d)\n", n, fresh, n)
 	}
 }

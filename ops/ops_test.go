@@ -80,7 +80,14 @@ func TestBackfillSegmentsAndResume(t *testing.T) {
 	s2, _, _ := backfilled(t, r)
 	require.Equal(t, len(testTickets()), s2)
 	require.Contains(t, r.stdout, "saved positions of a scan in 4 segments were not used")
+	require.Contains(t, r.stdout, "so its segments started from the beginning")
 	require.Contains(t, r.stdout, "--total-segments 4")
+	// The same split again: its own segments are done, and it says so
+	// without claiming to have started them from the beginning.
+	r = f.run("", "backfill", "--index", "by_status", "--workers", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "already done before this run: 3")
+	require.Contains(t, r.stdout, "saved positions of a scan in 4 segments were not used: this run splits the scan otherwise (resume those with --total-segments 4)\n")
 
 	// Canceled: the backfill stops, and the command says the same command
 	// resumes it.
