@@ -95,7 +95,7 @@ func (t *Table[T]) newBackfill(index string) (*backfiller[T], error) {
 		return nil, fmt.Errorf("%w: Backfill fills an index; %s has nothing to fill", ErrUnsupported, indexLabel(index))
 	}
 	d = d.backfilled()
-	b := &backfiller[T]{t: t, d: d, key: t.TableName() + "#" + d.name + "#" + d.kind.String()}
+	b := &backfiller[T]{t: t, d: d, key: bridge.CheckpointKey(t.TableName(), d.name, d.kind.String())}
 	if d.ownTable {
 		cond, err := expression.NewBuilder().WithCondition(expression.NameNoDotSplit(t.opts.VersionAttr).AttributeNotExists()).Build()
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ddbindex/ddbindex"
+	"github.com/ddbindex/ddbindex/internal/bridge"
 )
 
 // This file holds a migration's run-time state in the control table, beside
@@ -226,7 +227,7 @@ func ForgetBackfill[T any](ctx context.Context, store *DynamoDBCheckpoints, t *d
 		return fmt.Errorf("%w: ForgetBackfill of %s index %q (%s): the model keeps no such index and form", ddbindex.ErrInvalidWrite, model, index, form)
 	}
 	// The keys Backfill saves positions under and records its end with.
-	if err := store.Clear(ctx, t.TableName()+"#"+index+"#"+form.String()); err != nil {
+	if err := store.Clear(ctx, bridge.CheckpointKey(t.TableName(), index, form.String())); err != nil {
 		return err
 	}
 	table := infos[0].Forms[0].Declared

@@ -96,3 +96,9 @@ type Backfill interface {
 // that is not declared (ErrInvalidQuery). Package ddbindex sets it in an
 // init function.
 var Backfiller func(table any, index string) (Backfill, error)
+
+// CheckpointKey is the key a backfill of form (a Kind's String) of index,
+// on the base table named table, saves its positions under.
+func CheckpointKey(table, index, form string) string {
+	return table + "#" + index + "#" + form
+}
