@@ -39,6 +39,7 @@ func TestNilSafety(t *testing.T) {
 	w.Walk(t, (*migrate.DynamoDBCheckpoints).Load)
 	w.Walk(t, (*migrate.DynamoDBCheckpoints).Save)
 	w.Walk(t, (*migrate.DynamoDBCheckpoints).Clear)
+	w.Walk(t, migrate.ForgetBackfill[nilDoc])
 	w.Walk(t, migrate.Compare[nilDoc])
 	w.Walk(t, (*migrate.Comparison).Equal)
 	w.Walk(t, migrate.NewFleet)
