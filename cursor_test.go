@@ -360,6 +360,20 @@ func curxCollect[T any](t testing.TB, q Query[T]) [][]string {
 	}
 }
 
+// curxRest returns the IDs of the pages of q after cursor, which is not "".
+func curxRest[T any](t testing.TB, q Query[T], cursor string) []string {
+	t.Helper()
+	require.NotEmpty(t, cursor)
+	var ids []string
+	for i := 0; cursor != ""; i++ {
+		require.Less(t, i, 500, "paging does not end")
+		p := curxPage(t, q.After(cursor))
+		ids = append(ids, curxIDs(p.Items)...)
+		cursor = p.Cursor
+	}
+	return ids
+}
+
 // curxPos is the logical position of item in d.
 func curxPos[T any](t testing.TB, tb *Table[T], d *layout, item T) position {
 	t.Helper()
@@ -585,6 +599,7 @@ func TestCursorGSITiesOnTable(t *testing.T) {
 		require.True(t, putEntry(t, b, "by_seq", curxTicketTbl(it), false))
 	}
 	want := curxIDs(items[1:]) // the table's order: ties by ID
+	readAhead(t, a.Query("by_seq", "T1"))
 	first, err := a.Query("by_seq", "T1").Limit(1).Page(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, curxIDs(first.Items))
@@ -808,7 +823,9 @@ func TestCursorPageAfterLast(t *testing.T) {
 }
 
 // TestCursorReuseGivesSamePage: a cursor is a position, not a session: using
-// it again gives the same page and the same next cursor.
+// it again gives the same page, and a next cursor that leads to the same
+// rest (the token may differ: whether a call reads the item after its page
+// depends on what the Table has learnt of the partition).
 func TestCursorReuseGivesSamePage(t *testing.T) {
 	t.Parallel()
 	env := curxSetup(t, map[string]int{"T1": 15})
@@ -818,13 +835,14 @@ func TestCursorReuseGivesSamePage(t *testing.T) {
 			qb := env.b.Query(index, "T1").Limit(4)
 			p1 := curxPage(t, qa)
 			p2 := curxPage(t, qa.After(p1.Cursor))
+			rest := curxRest(t, qa, p2.Cursor)
 			for range 3 {
 				again := curxPage(t, qa.After(p1.Cursor))
 				require.Equal(t, p2.Items, again.Items)
-				require.Equal(t, p2.Cursor, again.Cursor)
+				require.Equal(t, rest, curxRest(t, qa, again.Cursor))
 				onTable := curxPage(t, qb.After(p1.Cursor))
 				require.Equal(t, curxIDs(p2.Items), curxIDs(onTable.Items))
-				require.Equal(t, p2.Cursor, onTable.Cursor)
+				require.Equal(t, rest, curxRest(t, qb, onTable.Cursor))
 			}
 			require.NotEqual(t, p1.Cursor, p2.Cursor)
 			require.Equal(t, curxIDs(curxOrder(index, env.items["T1"], false))[4:8], curxIDs(p2.Items))

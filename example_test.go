@@ -302,10 +302,10 @@ func ExampleQuery_Explain() {
 	// Query table example-tickets-by_status (table)
 	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
 	//   Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)
-	//   Limit: 21, ScanIndexForward: false
+	//   Limit: 20, ScanIndexForward: false
 	// Query table example-tickets index by_status (gsi)
 	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
-	//   Limit: 21, ScanIndexForward: false
+	//   Limit: 20, ScanIndexForward: false
 }
 
 // EncodeKey joins components into one order-preserving, exact composite key.

@@ -47,12 +47,12 @@ type Explanation struct {
 //	the first request, to the gsi by_status of table tickets:
 //	Query table tickets index by_status (gsi)
 //	  KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
-//	  Limit: 21, ScanIndexForward: true
+//	  Limit: 20, ScanIndexForward: true
 //	the same query on the other form the index keeps, the index table tickets-by_status:
 //	Query table tickets-by_status (table)
 //	  KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
 //	  Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)
-//	  Limit: 21, ScanIndexForward: true
+//	  Limit: 20, ScanIndexForward: true
 func (e *Explanation) String() string {
 	if e == nil {
 		return "no explanation"
@@ -237,7 +237,8 @@ func (q Query[T]) Explain() (*Explanation, error) {
 			return r, nil
 		}
 		pg := newPager(q, p, true, nil)
-		return &Request{Kind: d.kind, Input: pg.request(pg.size.next(want))}, nil
+		size, _ := pg.size.request(0, limit, want)
+		return &Request{Kind: d.kind, Input: pg.request(size)}, nil
 	}
 	r, err := first(q, d)
 	if err != nil {

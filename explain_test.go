@@ -122,7 +122,7 @@ func TestExplainGSIAndAlternate(t *testing.T) {
 	assert.Equal(t, GSI, r.Kind)
 	assert.Equal(t, "qtsw", aws.ToString(r.Input.TableName))
 	assert.Equal(t, "by_state", aws.ToString(r.Input.IndexName))
-	assert.EqualValues(t, 21, aws.ToInt32(r.Input.Limit), "Page reads one item past the page")
+	assert.EqualValues(t, 20, aws.ToInt32(r.Input.Limit), "a first call, which knows no entry's size, reads no item past the page")
 	assert.False(t, aws.ToBool(r.Input.ScanIndexForward))
 	assert.Nil(t, r.Input.FilterExpression, "a GSI of a model without softdelete has no tombstone filter")
 	assert.Nil(t, r.Input.ExclusiveStartKey)
@@ -131,7 +131,7 @@ func TestExplainGSIAndAlternate(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtsw index by_state (gsi)",
 		`  KeyCondition: (org = "o1") AND (begins_with(GSI1SK, "open#"))`,
-		"  Limit: 21, ScanIndexForward: false",
+		"  Limit: 20, ScanIndexForward: false",
 	}, "\n"), r.String())
 
 	require.NotNil(t, ex.Alternate)
@@ -143,7 +143,7 @@ func TestExplainGSIAndAlternate(t *testing.T) {
 		"Query table qtsw-by_state (table)",
 		`  KeyCondition: (org = "o1") AND (begins_with(GSI1SK, "open#"))`,
 		"  Filter:       " + xtLive,
-		"  Limit: 21, ScanIndexForward: false",
+		"  Limit: 20, ScanIndexForward: false",
 	}, "\n"), a.String())
 
 	// The alternate is exactly what the model declared with type=table
@@ -169,7 +169,7 @@ func TestExplainIndexTableAndAlternate(t *testing.T) {
 		"Query table qtent-feed (table)",
 		`  KeyCondition: (team = "A") AND (_sk < "` + xtEnc(t, 5) + `#")`,
 		"  Filter:       " + xtLive,
-		"  Limit: 4, ScanIndexForward: true",
+		"  Limit: 3, ScanIndexForward: true",
 	}, "\n"), ex.Request.String())
 	require.NotNil(t, ex.Alternate)
 	// As a GSI, the single native-able sort component is the model
@@ -178,7 +178,7 @@ func TestExplainIndexTableAndAlternate(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtent index feed (gsi)",
 		`  KeyCondition: (team = "A") AND (seq < 5)`,
-		"  Limit: 4, ScanIndexForward: true",
+		"  Limit: 3, ScanIndexForward: true",
 	}, "\n"), ex.Alternate.String())
 
 	// IncludeDeleted drops the tombstone filter; a caller filter stays, and
@@ -200,7 +200,7 @@ func TestExplainIndexTableAndAlternate(t *testing.T) {
 		"Query table xtop-by_p (table)",
 		`  KeyCondition: p = "p1"`,
 		"  Filter:       " + xtLive,
-		"  Limit: 101, ScanIndexForward: true",
+		"  Limit: 100, ScanIndexForward: true",
 	}, "\n"), op.Alternate.String())
 
 	// An index table whose sort key is only the base key suffix is, as a
@@ -288,7 +288,7 @@ func TestExplainLSI(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtlsi index by_prio (lsi)",
 		`  KeyCondition: (team = "A") AND (prio < 5)`,
-		"  Limit: 101, ScanIndexForward: true",
+		"  Limit: 100, ScanIndexForward: true",
 	}, "\n"), ex.Request.String())
 	require.NotNil(t, ex.Alternate)
 	assert.Equal(t, IndexTable, ex.Alternate.Kind)
@@ -296,7 +296,7 @@ func TestExplainLSI(t *testing.T) {
 		"Query table qtlsi-by_prio (table)",
 		`  KeyCondition: (team = "A") AND (_sk < "` + xtEnc(t, 5) + `#")`,
 		"  Filter:       " + xtLive,
-		"  Limit: 101, ScanIndexForward: true",
+		"  Limit: 100, ScanIndexForward: true",
 	}, "\n"), ex.Alternate.String())
 
 	t1 := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
@@ -305,7 +305,7 @@ func TestExplainLSI(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtlsi index by_sc (lsi)",
 		fmt.Sprintf(`  KeyCondition: (team = "A") AND (LSI2SK BETWEEN "%s#" AND "%s$")`, xtEnc(t, "open", t1), xtEnc(t, "open", t2)),
-		"  Limit: 3, ScanIndexForward: false, ConsistentRead: true",
+		"  Limit: 2, ScanIndexForward: false, ConsistentRead: true",
 	}, "\n"), ex.Request.String())
 	// An index table serves consistent reads: the alternate keeps it.
 	assert.Equal(t, "qtlsi-by_sc", aws.ToString(ex.Alternate.Input.TableName))
@@ -323,7 +323,7 @@ func TestExplainBaseTable(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		"Query table qtsw (base)",
 		`  KeyCondition: (tenant = "t1") AND (id BETWEEN "a" AND "m")`,
-		"  Limit: 5001, ScanIndexForward: true",
+		"  Limit: 5000, ScanIndexForward: true",
 	}, "\n"), ex.Request.String(), "a first request asks for the page and the item after it")
 
 	// softdelete puts the tombstone filter on the base table, its GSI and its LSI.
@@ -519,7 +519,7 @@ func TestExplainPlaceholders(t *testing.T) {
 		"Query table qtsw index by_state (gsi)",
 		`  KeyCondition: (org = "o:1") AND (begins_with(GSI1SK, "open:0#"))`,
 		`  Filter:       x:0 = "v:1 #0"`,
-		"  Limit: 101, ScanIndexForward: true",
+		"  Limit: 100, ScanIndexForward: true",
 	}, "\n"), ex.Request.String())
 
 	// Hostile bytes are quoted, not written raw.
@@ -680,11 +680,11 @@ func TestExplanationString(t *testing.T) {
 		"Query table dev-xtmv-state-v2 (table)",
 		`  KeyCondition: (org = "o1") AND (begins_with(_sk, "open#"))`,
 		"  Filter:       " + xtLive,
-		"  Limit: 3, ScanIndexForward: true",
+		"  Limit: 2, ScanIndexForward: true",
 		"the same query on the other form the index keeps, the gsi by_state_v3 of table dev-xtmv:",
 		"Query table dev-xtmv index by_state_v3 (gsi)",
 		`  KeyCondition: (org = "o1") AND (status = "open")`,
-		"  Limit: 3, ScanIndexForward: true",
+		"  Limit: 2, ScanIndexForward: true",
 	}, "\n"), ex.String())
 	assert.Equal(t, ex.String(), fmt.Sprint(ex), "fmt prints it the same")
 
@@ -701,7 +701,7 @@ func TestExplanationString(t *testing.T) {
 		"the first request, to the gsi by_state of table dev-qtsw:",
 		"Query table dev-qtsw index by_state (gsi)",
 		`  KeyCondition: org = "o1"`,
-		"  Limit: 21, ScanIndexForward: true",
+		"  Limit: 20, ScanIndexForward: true",
 		"the index keeps this one form, which serves every read: it has no other",
 	}, "\n"), one.String())
 	assert.NotContains(t, one.String(), "dev-qtsw-by_state", "the table it is not declared as is not named")
@@ -712,7 +712,7 @@ func TestExplanationString(t *testing.T) {
 		"the first request, to the base table qtsw:",
 		"Query table qtsw (base)",
 		`  KeyCondition: tenant = "t1"`,
-		"  Limit: 101, ScanIndexForward: true",
+		"  Limit: 100, ScanIndexForward: true",
 	}, "\n"), base.String())
 
 	// A nil or zero Explanation renders without panicking.

@@ -45,6 +45,7 @@ func TestInspectCursor(t *testing.T) {
 		putEntry(t, tb, "by_kind", d, false)
 	}
 
+	readAhead(t, tb.Query("by_kind", "memo").Via(IndexTable)) // the page reads the item after it
 	page, err := tb.Query("by_kind", "memo").Via(IndexTable).Limit(2).Page(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, page.Cursor)

@@ -465,6 +465,11 @@ func TestReadEventCompare(t *testing.T) {
 	m, err := page("clean", 10).compare(ctx, false)
 	require.NoError(t, err)
 	assert.Nil(t, m, "a clean partition: equal")
+	// A page boundary compares where both forms' fills read the item after
+	// the page: calls that know the entries' size do.
+	for _, k := range []Kind{GSI, IndexTable} {
+		readAhead(t, observed.Query("by_status", "boundary").Via(k))
+	}
 	for _, tc := range []struct {
 		team  string
 		limit int

@@ -28,7 +28,7 @@ func init() {
 
 // What a served read says follows a page.
 const (
-	endUnknown = iota // not known (an Exists, or All's page that a limit cut or that DynamoDB continues)
+	endUnknown = iota // not known (an Exists; a page whose fill did not read the item after it; All's page that a limit cut or that DynamoDB continues)
 	endMore           // a live item follows (Page's cursor)
 	endNone           // no live item follows
 )
@@ -81,10 +81,7 @@ func (q Query[T]) observe(ctx context.Context, p *plan, st Stats, o *observed[T]
 func (q Query[T]) observePage(ctx context.Context, p *plan, page *Page[T], limit int, peek bool) {
 	o := &observed[T]{raw: p.raw, limit: limit, peek: peek}
 	if peek {
-		o.end = endNone
-		if page.Cursor != "" {
-			o.end = endMore
-		}
+		o.end = p.end
 	}
 	p.raw = nil
 	q.observe(ctx, p, page.Stats, o)
@@ -163,14 +160,17 @@ func (o *observed[T]) compare(ctx context.Context, recheck bool) (*bridge.Mismat
 		}
 		q.cursor = encodeCursor(o.served, cursorPos{at: pos, digest: digest}, q.desc, t.opts.signingKey())
 	}
+	// The page boundaries compare where both fills know whether a live
+	// item follows.
 	boundary := o.peek && o.end != endUnknown
 	var a *Page[T]
 	var err error
 	if recheck {
-		if a, err = o.read(ctx, q, o.served); err != nil {
+		var end int
+		if a, end, err = o.read(ctx, q, o.served); err != nil {
 			return nil, err
 		}
-		boundary = o.peek
+		boundary = o.peek && end != endUnknown
 	} else {
 		a = &Page[T]{Items: make([]T, len(o.raw))}
 		for i := range o.raw {
@@ -182,10 +182,11 @@ func (o *observed[T]) compare(ctx context.Context, recheck bool) (*bridge.Mismat
 			a.Cursor = "more"
 		}
 	}
-	b, err := o.read(ctx, q, o.other)
+	b, end, err := o.read(ctx, q, o.other)
 	if err != nil {
 		return nil, err
 	}
+	boundary = boundary && end != endUnknown
 	m := t.pageMismatch(ctx, o.served, o.other, a, b, boundary)
 	if m != nil {
 		m.Query = q.describe()
@@ -193,8 +194,9 @@ func (o *observed[T]) compare(ctx context.Context, recheck bool) (*bridge.Mismat
 	return m, nil
 }
 
-// read reads the observed page on form d, as operation Shadow.
-func (o *observed[T]) read(ctx context.Context, q Query[T], d *layout) (page *Page[T], err error) {
+// read reads the observed page on form d, as operation Shadow, and says
+// what its fill found after it (endUnknown, endMore, endNone).
+func (o *observed[T]) read(ctx context.Context, q Query[T], d *layout) (page *Page[T], end int, err error) {
 	if !d.consistent {
 		q.consistent = false // a GSI has eventually consistent reads alone
 	}
@@ -202,11 +204,12 @@ func (o *observed[T]) read(ctx context.Context, q Query[T], d *layout) (page *Pa
 	defer func() { endPage(ctx, c, page, err) }()
 	p, err := q.planFor(d)
 	if err != nil {
-		return nil, err
+		return nil, endUnknown, err
 	}
 	p.route = routeVia
 	c.planned(ctx, p, q.tombstoneOnly(d))
-	return fill(ctx, q, p, o.limit, o.peek, nil)
+	page, err = fill(ctx, q, p, o.limit, o.peek, nil)
+	return page, p.end, err
 }
 
 // describe renders q for a mismatch report.

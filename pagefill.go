@@ -102,10 +102,11 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 	pg.esk, _ = p.def.startKey(p.start.at)
 	if p.start.next != nil && p.start.through {
 		// Everything up to next was read dead: start exactly after it, on a
-		// form that orders ties as the one that read it did. That is most
-		// likely inside a stretch without a live item, part of which was
-		// read: its remembered length says nothing of what is left.
-		pg.size.inStretch = true
+		// form that orders ties as the one that read it did. That may be
+		// inside a stretch without a live item: the last call read its
+		// start, past the page, in the request that filled the page, so a
+		// jump to where a stretch of the remembered length ends reads past
+		// it at most what that request read dead.
 		if p.start.tied == !p.def.uniqueSort {
 			if esk, err := p.def.startKey(p.start.next); err == nil {
 				pg.esk, pg.pos = esk, p.start.next
@@ -301,6 +302,7 @@ func (q Query[T]) failedFill(ctx context.Context, err error, s Stats) {
 // fillSharded).
 func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool, optFns []func(*dynamodb.Options)) (_ *Page[T], err error) {
 	if p.done {
+		p.end = endNone
 		return &Page[T]{Items: []T{}}, nil
 	}
 	if p.shard != nil {
@@ -323,6 +325,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	// limit items: everything after the page's last item up to it was read
 	// dead (nil: none past that item).
 	var through position
+	blind := false // the look-ahead was left out because no size was known
 	more := true
 	for len(raw) < want && more {
 		if err := pg.capped(); err != nil {
@@ -331,20 +334,13 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 			}
 			break
 		}
-		// Once the page is full, a request that is sized to a stretch's
-		// end stops there when the next page cannot start just before the
-		// next live item: the cursor then skips the stretch through the
-		// last position evaluated.
-		pg.size.toEnd = len(raw) >= limit && (q.t.memo.noStartBefore.Load() || p.def.neverStartsBefore())
-		size := pg.size.next(want - len(raw))
-		if want > limit && len(raw) < limit {
-			// This request may fill the page. The look-ahead item is read
-			// only where it costs no more read units than the page alone:
-			// without it the cursor may lead to an empty page, as
-			// DynamoDB's own LastEvaluatedKey does.
-			if plain := pg.size.next(limit - len(raw)); pg.size.moreUnits(size, plain) {
-				size, want = plain, limit
-			}
+		size, ahead := pg.size.request(len(raw), limit, want)
+		if want > limit && !ahead {
+			// Without the look-ahead item the cursor may lead to an empty
+			// page, as DynamoDB's own LastEvaluatedKey does. Decided blind
+			// (no size known), a request that may still fill the page
+			// decides again once a response shows the items' size.
+			want, blind = limit, pg.size.addedBytes() == 0
 		}
 		var items []map[string]types.AttributeValue
 		var err error
@@ -356,6 +352,24 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		if len(raw) == limit && more {
 			through = pg.pos
 		}
+		if blind && len(raw) < limit {
+			want, blind = pageWant(limit, peek), false
+		}
+		if len(raw) >= limit {
+			// The page is full. The look-ahead item came with it or does
+			// not come: a request for it alone would cost a request and
+			// at least half a read unit, more than the empty page its
+			// absence may cost.
+			break
+		}
+	}
+	switch {
+	case len(raw) > limit:
+		p.end = endMore
+	case !more && capErr == nil:
+		p.end = endNone
+	default:
+		p.end = endUnknown
 	}
 	if len(raw) > limit || (len(raw) == limit && more && capErr == nil) {
 		end.digest = p.digest
@@ -480,10 +494,6 @@ type sizer struct {
 	runLen        float64 // the expected length of a stretch without a live item, once one was met (0: none known)
 	runs          int     // stretches the call crossed
 	jumped        bool    // the current streak read to where the remembered length ended
-	jumpEnd       int     // the streak's length when that read returned
-	jumpPeek      bool    // that read was sized to the stretch's end (toEnd)
-	inStretch     bool    // the call started inside a stretch, and has read no live item yet
-	toEnd         bool    // the page is full and its cursor cannot skip to the next item: read to a stretch's end, not past it
 }
 
 // itemBytes is the size the 4 KB fill assumes for an item: the tighter of
@@ -508,26 +518,44 @@ func (s *sizer) liveBytes() float64 {
 	return float64(s.sampled[1]) / float64(s.sampled[0])
 }
 
-// moreUnits reports whether a request of n items is expected to pay more
-// 4 KB read units than one of m, judged on the live items' mean size (the
-// items the requests would add are live ones). False while no size is
-// known.
-func (s *sizer) moreUnits(n, m int) bool {
-	b := 0.0
-	switch {
-	case s.projected:
-		b = s.unitBytes // the items returned are smaller than what is read
-		if b == 0 {
-			return false
+// request returns the Limit of a request of a call that holds have live
+// items of a page of limit and wants want (limit+1 with the look-ahead
+// item), and whether it reads for the look-ahead item. A request that may
+// fill the page reads for it only where it costs no more read units than
+// the page alone (see moreUnits).
+func (s *sizer) request(have, limit, want int) (int, bool) {
+	size := s.next(want - have)
+	if want > limit && have < limit {
+		if plain := s.next(limit - have); s.moreUnits(size, plain) {
+			return plain, false
 		}
-	case s.liveBytes() > 0:
-		b = s.liveBytes()
-	case s.priorBytes > 0:
-		b = s.priorBytes
-	default:
-		return false
+	}
+	return size, want > limit
+}
+
+// moreUnits reports whether a request of n items may pay more 4 KB read
+// units than one of m, judged on addedBytes. While no size is known, it may
+// whenever n > m: a first call in a partition then reads what the naive
+// loop reads.
+func (s *sizer) moreUnits(n, m int) bool {
+	b := s.addedBytes()
+	if b == 0 {
+		return n > m
 	}
 	return math.Ceil(float64(n)*b/4096) > math.Ceil(float64(m)*b/4096)
+}
+
+// addedBytes is the size an item a longer request would add is expected to
+// have: the live items' mean size (the items it would add are live ones),
+// or with a projection the size the read units bound; 0 while unknown.
+func (s *sizer) addedBytes() float64 {
+	switch {
+	case s.projected:
+		return s.unitBytes // the items returned are smaller than what is read
+	case s.liveBytes() > 0:
+		return s.liveBytes()
+	}
+	return s.priorBytes
 }
 
 // maxSampled is how many items of a response sample sizes.
@@ -644,22 +672,16 @@ func (s *sizer) next(need int) int {
 	size := sizeFor(n, p)
 	switch {
 	case s.streak > 0 && s.jumped:
-		// The jump found no live item. Sized to the stretch's end (toEnd),
-		// that is what it was for: the next item is expected next. Else the
-		// stretch is longer than the remembered ones: go on growing as
-		// the streak would have, not from the jump.
-		if !s.jumpPeek || s.streak > s.jumpEnd {
-			size = max(size, (growth-1)*float64(s.streak)+n)
-		}
+		// The jump found no live item: the stretch is longer than the
+		// remembered ones. Go on growing as the streak would have, not
+		// from the jump.
+		size = max(size, (growth-1)*float64(s.streak)+n)
 	case s.streak > 0:
 		size = max(size, growth*float64(s.lastRead))
 		if rest := s.jumpRest(); rest > 0 {
 			// Earlier stretches without a live item were this long: read
 			// to where this one is expected to end, and on to what the
-			// page still needs (or only to the end: see toEnd).
-			if s.toEnd {
-				n = 0
-			}
+			// page still needs.
 			size = max(size, rest+n)
 		}
 	case s.lastRead > 0 && s.pending > 0:
@@ -697,7 +719,6 @@ func sizeFor(n, p float64) float64 {
 func (s *sizer) observe(read, live int, units float64, consistent, tailDead bool) {
 	s.lastRead = read
 	defer func() { s.tailDead = tailDead }()
-	s.inStretch = s.inStretch && live == 0
 	if units > 0 && read > 0 {
 		// Read units are whole 4 KB blocks (half a unit each when eventually
 		// consistent), so units·4096/read bounds an item's size from above;
@@ -717,7 +738,7 @@ func (s *sizer) observe(read, live int, units float64, consistent, tailDead bool
 			s.settle() // a new streak: the last one is judged on what followed it
 		}
 		if !s.jumped && s.jumpRest() > 0 {
-			s.jumped, s.jumpEnd, s.jumpPeek = true, s.streak+read, s.toEnd
+			s.jumped = true
 		}
 		s.streak += read
 	case s.streak > 0:
@@ -776,7 +797,7 @@ const jumpWaste = 0.1
 // itself too unlikely to be chance at the expected live ratio for what a
 // wrong jump would cost (see jumpWaste; 0: none).
 func (s *sizer) jumpRest() float64 {
-	if s.streak == 0 || s.inStretch || s.runLen <= float64(s.streak) || math.Pow(1-s.ratio(), float64(s.streak))*s.runLen > jumpWaste {
+	if s.streak == 0 || s.runLen <= float64(s.streak) || math.Pow(1-s.ratio(), float64(s.streak))*s.runLen > jumpWaste {
 		return 0
 	}
 	return max(0, math.Floor(s.runLen)-float64(s.streak))

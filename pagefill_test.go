@@ -169,6 +169,7 @@ func TestPageFillNextDependsOnTheRead(t *testing.T) {
 		}
 		return out
 	}
+	readAhead(t, tb.Query("feed", "c"))
 	p1, err := tb.Query("feed", "c").Limit(2).Page(ctx)
 	require.NoError(t, err)
 	d, _ := tb.index("feed")

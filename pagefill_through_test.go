@@ -62,23 +62,23 @@ func TestPageFillNativeStringDesc(t *testing.T) {
 	live := ptLoad(t, tb, dead, "")
 	ctx := context.Background()
 	q := tb.Query("by_name", "f").Desc().Limit(2)
+	d, err := tb.index("by_name")
+	require.NoError(t, err)
+	readAhead(t, q) // page 1 reads past the run, to the next live item
 	p1, err := q.Page(ctx)
 	require.NoError(t, err)
 	require.Equal(t, live[:2], ptNames(p1.Items))
+	require.Equal(t, run, p1.Stats.Filtered, "page 1 read the run")
 
-	d, err := tb.index("by_name")
-	require.NoError(t, err)
 	c, err := decodeCursor(d, p1.Cursor, true, &tb.opts)
 	require.NoError(t, err)
 	require.False(t, c.through, "the cursor carries the next live item")
 	require.Equal(t, live[2], c.next[d.slot(d.sk.parts[0].f)])
-	t.Logf("page 1 read %d tombstones", p1.Stats.Filtered)
 
 	p2, err := q.After(p1.Cursor).Page(ctx)
 	require.NoError(t, err)
 	require.Equal(t, live[2:4], ptNames(p2.Items))
 	require.Zero(t, p2.Stats.Filtered, "page 2 starts just before its first item: no tombstone of the run again")
-	require.Equal(t, run, p1.Stats.Filtered+p2.Stats.Filtered, "the run is read once")
 
 	// The rest of the partition, page after page, is the ground truth.
 	got := append(ptNames(p1.Items), ptNames(p2.Items)...)
@@ -189,6 +189,12 @@ func TestPageFillThroughTiedOtherForm(t *testing.T) {
 	}
 	d, err := tb.index("by_score")
 	require.NoError(t, err)
+	// A call on each form first, so that later calls know the entries'
+	// size and read one item past a page.
+	for _, k := range []Kind{GSI, IndexTable} {
+		_, err := tb.Query("by_score", "f").Limit(2).Via(k).Page(ctx)
+		require.NoError(t, err)
+	}
 	for _, c := range []struct {
 		mint, use Kind
 		follows   bool
@@ -206,10 +212,9 @@ func TestPageFillThroughTiedOtherForm(t *testing.T) {
 			cur, err := decodeCursor(d, p1.Cursor, false, &tb.opts)
 			require.NoError(t, err)
 			require.NotNil(t, cur.next, "page 1 read into the run, and its cursor says how far")
-			// The GSI can build no start key just before a tied live item,
-			// so its cursor carries the last position evaluated; the index
-			// table's sort key is unique, and its cursor the next live item.
-			require.Equal(t, c.mint == GSI, cur.through)
+			// Page 1 stops in the run: its cursor carries the last position
+			// evaluated, and says whether ties were in the server's order.
+			require.True(t, cur.through)
 			require.Equal(t, c.mint == GSI, cur.tied, "the cursor says whether ties were in the server's order")
 
 			// The rest, page by page, on the other form (or the same).

@@ -146,9 +146,10 @@ type Page[T any] struct {
 	// Items are the live items of the page, in index order.
 	Items []T
 	// Cursor continues after the last item; it is "" when no live item
-	// follows. The page fill reads one live item ahead to tell, unless that
-	// item would cost another 4 KB read unit (the item sizes read so far
-	// say so): then the cursor may lead to an empty page, as DynamoDB's
+	// follows. The request that fills the page asks for one live item more
+	// to tell, unless that item would cost another 4 KB read unit by the
+	// item sizes read so far, or no size is known yet (a first call in a
+	// partition): then the cursor may lead to an empty page, as DynamoDB's
 	// LastEvaluatedKey may. It also names how far the reads went past the
 	// last item (the next live item, or the last position evaluated), all
 	// of it dead: the next page, read with the same filter, starts there
@@ -211,6 +212,10 @@ type plan struct {
 	// done: the cursor lies past the sort condition's range, so nothing
 	// follows it and no request is sent.
 	done bool
+	// end is what the page fill found after its page (endUnknown, endMore,
+	// endNone: observe.go): a page whose cursor is not "" may be followed
+	// by nothing live when its fill did not read the look-ahead item.
+	end int
 }
 
 // readDigest digests what the query counts as live, for the next position

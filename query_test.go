@@ -215,6 +215,14 @@ func qtPages[T any](t testing.TB, q Query[T], maxPages int) ([][]T, []string) {
 	}
 }
 
+// qtTrimEmpty returns pages without an empty last page.
+func qtTrimEmpty[T any](pages [][]T) [][]T {
+	if n := len(pages); n > 0 && len(pages[n-1]) == 0 {
+		return pages[:n-1]
+	}
+	return pages
+}
+
 // qtCheckBoundaries requires that every page but the last is full. The last
 // may be empty after a full page whose look-ahead item would have cost
 // another read unit.
@@ -485,8 +493,20 @@ func qtSwitchCheck[G, T any](t *testing.T, gt *Table[G], tt *Table[T], index, pa
 			for i := range pg {
 				pagesG[i] = convG(pg[i])
 			}
+			// Whether a page read the item after it depends on what each
+			// form's Table has learnt of its entries: a cursor that may lead
+			// to an empty page on one form may be "" on the other. Else the
+			// pages are the same, and each form takes the other's cursors.
+			pagesG, pt = qtTrimEmpty(pagesG), qtTrimEmpty(pt)
 			require.Equal(t, pagesG, pt, "%s: pages differ between GSI and index table", w)
-			require.Equal(t, cg, ct, "%s: cursors differ between GSI and index table", w)
+			for i := range len(pt) - 1 {
+				p, err := qt.Limit(limit).After(cg[i]).Page(context.Background())
+				require.NoError(t, err, w)
+				require.Equal(t, pt[i+1], p.Items, "%s: page %d read on the index table after the GSI's cursor", w, i+2)
+				pg2, err := qg.Limit(limit).After(ct[i]).Page(context.Background())
+				require.NoError(t, err, w)
+				require.Equal(t, pagesG[i+1], convG(pg2.Items), "%s: page %d read on the GSI after the index table's cursor", w, i+2)
+			}
 			var flat []T
 			for i, p := range pt {
 				if i < len(pt)-1 {
@@ -1536,7 +1556,7 @@ func TestQueryFilterAndProjectAccumulate(t *testing.T) {
 		`  KeyCondition: grp = "g"`,
 		"  Filter:       ((attribute_not_exists(_deleted)) OR (_deleted <> true)) AND ((prio > 2) AND (attribute_exists(assignee)))",
 		"  Projection:   title, prio, grp, seq, team, id",
-		"  Limit: 101, ScanIndexForward: true",
+		"  Limit: 100, ScanIndexForward: true",
 	}, "\n"), ex.Request.String(), "the expression Filter's doc comment shows")
 
 	base := soft.Query("by_grp", "g").Filter(prio)

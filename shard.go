@@ -899,6 +899,14 @@ func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, pee
 		}
 		raw = append(raw, item)
 	}
+	switch {
+	case len(raw) > limit:
+		p.end = endMore
+	case exhausted && capErr == nil:
+		p.end = endNone
+	default:
+		p.end = endUnknown
+	}
 	if len(raw) > limit || (len(raw) == limit && !exhausted && capErr == nil) {
 		end.digest = p.digest
 		var err error

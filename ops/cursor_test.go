@@ -21,7 +21,10 @@ func TestInspectCursor(t *testing.T) {
 	}
 
 	// TEAM-2 holds t-01 and t-07 (closed), then t-04 and t-10 (open), all
-	// of priority 2.
+	// of priority 2. A first call learns the entries' size; the next reads
+	// the item after its page.
+	_, err := tickets.Query("by_status", "TEAM-2").Limit(2).Page(ctx)
+	require.NoError(t, err)
 	page, err := tickets.Query("by_status", "TEAM-2").Limit(2).Page(ctx)
 	require.NoError(t, err)
 	info, err := ops.InspectCursor(tickets, "by_status", page.Cursor)

@@ -23,11 +23,11 @@ func ExampleRun() {
 	// the first request, to the gsi by_status of table prod-tickets:
 	// Query table prod-tickets index by_status (gsi)
 	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
-	//   Limit: 21, ScanIndexForward: true
+	//   Limit: 20, ScanIndexForward: true
 	// the same query on the other form the index keeps, the index table prod-tickets-by_status:
 	// Query table prod-tickets-by_status (table)
 	//   KeyCondition: (team = "TEAM-7") AND (begins_with(_sk, "open#"))
 	//   Filter:       (attribute_not_exists(_deleted)) OR (_deleted <> true)
-	//   Limit: 21, ScanIndexForward: true
+	//   Limit: 20, ScanIndexForward: true
 	// exit status 0
 }
