@@ -274,7 +274,7 @@ func (pg *pager[T]) startsBefore(c cursorPos) bool {
 
 // pageWant is how many live items a call reads for a page of limit: one more
 // with peek, so that the cursor is "" when nothing live follows (fill drops
-// the extra item where it would cost another read unit).
+// the extra item where it may cost another read unit: see sizer.request).
 func pageWant(limit int, peek bool) int {
 	limit = min(limit, maxPageItems)
 	if peek {
@@ -313,10 +313,11 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 	defer func() { q.failedFill(ctx, err, pg.total) }()
 	limit = min(limit, maxPageItems)
 	// One live item beyond the page tells whether another page exists: the
-	// cursor is then "" exactly when nothing live follows, unless reading it
-	// would cost another read unit (see below), when the cursor may lead to
-	// an empty page. Page boundaries depend on the live items alone (a GSI
-	// and an index table agree on them).
+	// cursor is then "" exactly when nothing live follows, unless the
+	// request that fills the page leaves it out (it may cost another read
+	// unit: see sizer.request), when the cursor may lead to an empty page.
+	// Page boundaries depend on the live items alone (a GSI and an index
+	// table agree on them).
 	want := pageWant(limit, peek)
 	var raw []map[string]types.AttributeValue
 	var capErr error
