@@ -364,14 +364,7 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 			break
 		}
 	}
-	switch {
-	case len(raw) > limit:
-		p.end = endMore
-	case !more && capErr == nil:
-		p.end = endNone
-	default:
-		p.end = endUnknown
-	}
+	p.end = fillEnd(len(raw), limit, !more, capErr)
 	if len(raw) > limit || (len(raw) == limit && more && capErr == nil) {
 		end.digest = p.digest
 		var err error
@@ -408,6 +401,20 @@ func fill[T any](ctx context.Context, q Query[T], p *plan, limit int, peek bool,
 		return nil, err
 	}
 	return page, capErr
+}
+
+// fillEnd is what a page fill that read n live items for a page of limit
+// found after its page (observe.go): a live item when it read more than
+// the page, none when the index had nothing more (ended) and no cap cut it
+// short, else unknown.
+func fillEnd(n, limit int, ended bool, capErr error) int {
+	switch {
+	case n > limit:
+		return endMore
+	case ended && capErr == nil:
+		return endNone
+	}
+	return endUnknown
 }
 
 // remember passes what the call learnt about the partition's live ratio to

@@ -899,14 +899,7 @@ func fillSharded[T any](ctx context.Context, q Query[T], p *plan, limit int, pee
 		}
 		raw = append(raw, item)
 	}
-	switch {
-	case len(raw) > limit:
-		p.end = endMore
-	case exhausted && capErr == nil:
-		p.end = endNone
-	default:
-		p.end = endUnknown
-	}
+	p.end = fillEnd(len(raw), limit, exhausted, capErr)
 	if len(raw) > limit || (len(raw) == limit && !exhausted && capErr == nil) {
 		end.digest = p.digest
 		var err error
