@@ -29,7 +29,8 @@ import (
 //	softdelete          Delete writes a tombstone, and reads of the base table
 //	                    and its GSIs and LSIs skip tombstones too
 //	retention=DURATION  how long a tombstone lives before TTL removes it, as
-//	                    time.ParseDuration reads it (default 168h, 7 days)
+//	                    time.ParseDuration reads it (default 168h, 7 days;
+//	                    at least 24h, the time a stream keeps its records)
 //	deletedattr=ATTR    the tombstone marker attribute (default _deleted)
 //	ttlattr=ATTR        the attribute a tombstone's expiry (epoch seconds) is
 //	                    written to, and that TTL is enabled on (default _ttl)
@@ -182,6 +183,12 @@ type sysAttrs struct {
 // defaultRetention is how long a tombstone lives when retention= is not
 // given.
 const defaultRetention = 7 * 24 * time.Hour
+
+// minRetention is the shortest retention= accepted. An index-table write
+// is conditioned on the version of the entry it meets; once TTL has
+// removed a tombstone, an older record (replayed from the stream, which
+// keeps records 24 hours) meets nothing and writes its entry again.
+const minRetention = 24 * time.Hour
 
 // versionField is the model's version attribute: an integer that every
 // write through ddbindex increments, and that conditions it.
@@ -342,6 +349,9 @@ func (p *declParser) spec(sf reflect.StructField) error {
 			r, err := time.ParseDuration(v)
 			if err != nil || r <= 0 {
 				return p.fail(sf.Name, "", "retention=%s is not a positive duration (such as 168h): how long a tombstone lives before TTL removes it", v)
+			}
+			if r < minRetention {
+				return p.fail(sf.Name, "", "retention=%s is shorter than %s: a tombstone must outlive the records a stream keeps (24 hours), or a record replayed after TTL removed it brings back the entry it deleted", v, minRetention)
 			}
 			s.retention = r
 		case (k == "type" || k == "keep") && !isTable:

@@ -82,6 +82,17 @@ func TestTableSpecWrittenAttributes(t *testing.T) {
 		_  TableSpec `ddbindex:"ts-ret,retention=-1h"`
 		ID string    `dynamodbav:"id" ddbindex:"pk"`
 	}
+	type shortRetention struct {
+		_  TableSpec `ddbindex:"ts-short,retention=23h59m"`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	type dayRetention struct {
+		_  TableSpec `ddbindex:"ts-day,retention=24h"`
+		ID string    `dynamodbav:"id" ddbindex:"pk"`
+	}
+	day, err := New[dayRetention](nil)
+	require.NoError(t, err, "retention=24h, the time a stream keeps its records, is accepted")
+	require.Equal(t, 24*time.Hour, day.opts.Retention)
 	type noValue struct {
 		_  TableSpec `ddbindex:"ts-novalue,deletedattr="`
 		ID string    `dynamodbav:"id" ddbindex:"pk"`
@@ -95,6 +106,7 @@ func TestTableSpecWrittenAttributes(t *testing.T) {
 		"default taken":     {err: second(New[defaultTaken](nil)), want: `attribute "_ver" is reserved`},
 		"bad retention":     {err: second(New[badRetention](nil)), want: "retention=-1h is not a positive duration"},
 		"no value":          {err: second(New[noValue](nil)), want: "option deletedattr needs a value"},
+		"short retention":   {err: second(New[shortRetention](nil)), want: "retention=23h59m is shorter than 24h0m0s"},
 	} {
 		require.ErrorIs(t, c.err, ErrDeclaration, name)
 		require.ErrorContains(t, c.err, c.want, name)
