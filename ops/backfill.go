@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/ddbindex/ddbindex"
@@ -110,7 +111,17 @@ func runBackfill(e *env, args []string) error {
 	}
 	if err != nil {
 		writeBackfillStats(e.stdout, "stopped", what, st)
-		if store != nil {
+		var missing *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &missing):
+			// Positions saved against a table that is gone, or not yet
+			// made, would skip what the table no longer holds.
+			again := "run the backfill again"
+			if store != nil {
+				again += " with --restart"
+			}
+			return fmt.Errorf("backfill of %s stopped: a table it reads or writes does not exist; create it (prepare), then %s: %w", what, again, err)
+		case store != nil:
 			return fmt.Errorf("backfill of %s stopped (the same command resumes it from the saved positions): %w", what, err)
 		}
 		return fmt.Errorf("backfill of %s stopped: %w", what, err)

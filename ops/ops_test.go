@@ -53,6 +53,20 @@ func backfilled(t *testing.T, r result) (scanned, written, skipped int) {
 	return n[0], n[1], n[2]
 }
 
+// TestBackfillMissingTableSaysRestart: a backfill whose index table is gone
+// stops with exit 2 and does not offer to resume from saved positions,
+// which would skip what the lost table held: it says to create the table
+// and start over.
+func TestBackfillMissingTableSaysRestart(t *testing.T) {
+	t.Parallel()
+	f, _ := ticketFixture(t)
+	ddbtest.DeleteTable(t, f.client, f.prefix+"tickets-by_status")
+	r := f.run("", "backfill", "--index", "by_status")
+	require.Equal(t, 2, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "does not exist; create it (prepare), then run the backfill again with --restart")
+	require.NotContains(t, r.stderr, "resumes it")
+}
+
 // TestBackfillSegmentsAndResume splits a backfill as two processes would
 // (segments 0-1 and 2-3 of 4), and runs the whole scan after the first: it
 // resumes, scanning only the segments not done. A backfill whose context
