@@ -117,6 +117,12 @@ func runRollout(e *env, args []string) error {
 	if len(st.Instances) == 0 {
 		fmt.Fprintf(e.stdout, "no instance has registered (migrate.Fleet): nothing is known of the fleet\n")
 	}
+	// Columns as wide as their widest value, so that ids and versions of
+	// different lengths line up.
+	var idW, verW, beatW int
+	for _, in := range st.Instances {
+		idW, verW, beatW = max(idW, len(in.ID)), max(verW, len(in.Version)), max(beatW, len(ago(at, in.Heartbeat)))
+	}
 	for _, in := range st.Instances {
 		state := "live"
 		switch {
@@ -138,7 +144,7 @@ func runRollout(e *env, args []string) error {
 		if in.StaleRoutes {
 			routes += ", STALE (a route changed since)"
 		}
-		fmt.Fprintf(e.stdout, "  %-8s %s  version %s  heartbeat %s  %s\n", state, in.ID, in.Version, ago(at, in.Heartbeat), routes)
+		fmt.Fprintf(e.stdout, "  %-8s %-*s  version %-*s  heartbeat %-*s  %s\n", state, idW, in.ID, verW, in.Version, beatW, ago(at, in.Heartbeat), routes)
 	}
 	for _, p := range st.Problems {
 		fmt.Fprintf(e.stdout, "  unreadable entry: %s\n", p)

@@ -47,7 +47,7 @@ func TestGoldenFleetGuards(t *testing.T) {
 	v0, err := ddbindex.New[TicketV0](f.client, func(o *ddbindex.Options) { o.TableName = func(s string) string { return f.prefix + s } })
 	require.NoError(t, err)
 	require.NoError(t, migrate.Register(old, v0))
-	cur := newFleet("new-1")
+	cur := newFleet("new-build-17")
 	reader, err := ddbindex.New[Ticket](f.client, func(o *ddbindex.Options) {
 		o.TableName = func(s string) string { return f.prefix + s }
 		o.Observer = cur
