@@ -580,6 +580,15 @@ func (q Query[T]) All(ctx context.Context, optFns ...func(*dynamodb.Options)) it
 		if q.observing(p) {
 			pages = &allPages[T]{q: q, p: p}
 		}
+		if p.done {
+			// The cursor lies past the sort condition's range: nothing
+			// follows it, and no request is sent, as for Page. (The plan
+			// starts at the range, which would yield what precedes the
+			// cursor.)
+			pages.flush(ctx, Stats{}, endNone)
+			c.readStats(Stats{})
+			return
+		}
 		if p.shard != nil {
 			q.allSharded(ctx, p, optFns, yield, pages)
 			return
