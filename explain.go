@@ -96,6 +96,10 @@ type Request struct {
 	// sends Shards[0] alone first and sizes the others' Limits from the
 	// entries it returns: theirs here are sized without them.
 	Shards []*dynamodb.QueryInput
+
+	// none says why Page sends no request at all (empty: it sends this
+	// one): Input is then the request that would read the range.
+	none string
 }
 
 // String renders the request with its placeholders resolved, e.g.
@@ -148,8 +152,17 @@ func (r Request) String() string {
 		}
 		fmt.Fprintf(&b, "\n  and the same request to every shard, in parallel, merged in order: %s", strings.Join(parts, ", "))
 	}
+	if r.none != "" {
+		fmt.Fprintf(&b, "\n  not sent: %s", r.none)
+	}
 	return b.String()
 }
+
+// Why Page sends no request (Request.none).
+const (
+	noRangeRequest  = "the sort condition's range is empty"
+	noCursorRequest = "the cursor lies past the sort condition's range, so nothing follows it"
+)
 
 // exprFuncs writes the builder's "begins_with (a, b)" as "begins_with(a, b)".
 var exprFuncs = strings.NewReplacer("attribute_exists (", "attribute_exists(",
@@ -196,7 +209,9 @@ func resolveExpr(expr string, names map[string]string, values map[string]types.A
 // Explain translates the query as Page would, and returns the first request
 // Page would send now (its Limit includes the item Page reads ahead, and is
 // sized from what earlier calls read in the partition) and the same query on
-// the other index type. It sends nothing. Errors are those Page would return
+// the other index type. Where Page sends no request (an empty range, or a
+// cursor past the sort condition's range) the request shown is the one that
+// would read the range, and String says that it is not sent. It sends nothing. Errors are those Page would return
 // before any request (invalid query or cursor).
 func (q Query[T]) Explain() (*Explanation, error) {
 	if err := q.t.usable("Explain", ErrInvalidQuery); err != nil {
@@ -230,15 +245,21 @@ func (q Query[T]) Explain() (*Explanation, error) {
 			if len(r.Shards) > 0 {
 				r.Input = r.Shards[0]
 			} else {
-				// The range is empty: no request is sent.
 				in := p.shardInput(0)
-				r.Input = &in
+				r.Input, r.none = &in, noRangeRequest
+			}
+			if p.done {
+				r.none = noCursorRequest
 			}
 			return r, nil
 		}
 		pg := newPager(q, p, true, nil)
 		size, _ := pg.size.request(0, limit, want)
-		return &Request{Kind: d.kind, Input: pg.request(size)}, nil
+		r := &Request{Kind: d.kind, Input: pg.request(size)}
+		if p.done {
+			r.none = noCursorRequest
+		}
+		return r, nil
 	}
 	r, err := first(q, d)
 	if err != nil {
