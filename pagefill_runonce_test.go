@@ -13,47 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The models of TestPageFillReadsEachTombstoneOnce: one GSI (kept as an
-// index table too) per kind of sort key.
-type (
-	roNum struct {
-		_    TableSpec `ddbindex:"ro_num,softdelete"`
-		_    IndexSpec `ddbindex:"feed,type=gsi,keep=table"`
-		ID   string    `dynamodbav:"id" ddbindex:"pk"`
-		Feed string    `dynamodbav:"feed" ddbindex:"feed.pk"`
-		Seq  float64   `dynamodbav:"seq" ddbindex:"feed.sk"`
-	}
-	roStr struct {
-		_    TableSpec `ddbindex:"ro_str,softdelete"`
-		_    IndexSpec `ddbindex:"feed,type=gsi,keep=table"`
-		ID   string    `dynamodbav:"id" ddbindex:"pk"`
-		Feed string    `dynamodbav:"feed" ddbindex:"feed.pk"`
-		Name string    `dynamodbav:"name" ddbindex:"feed.sk"`
-	}
-	roBin struct {
-		_    TableSpec `ddbindex:"ro_bin,softdelete"`
-		_    IndexSpec `ddbindex:"feed,type=gsi,keep=table"`
-		ID   string    `dynamodbav:"id" ddbindex:"pk"`
-		Feed string    `dynamodbav:"feed" ddbindex:"feed.pk"`
-		Key  []byte    `dynamodbav:"key" ddbindex:"feed.sk"`
-	}
-	roTie struct {
-		_    TableSpec `ddbindex:"ro_tie,softdelete"`
-		_    IndexSpec `ddbindex:"feed,type=gsi,keep=table"`
-		ID   string    `dynamodbav:"id" ddbindex:"pk"`
-		Feed string    `dynamodbav:"feed" ddbindex:"feed.pk"`
-		Rank int64     `dynamodbav:"rank" ddbindex:"feed.sk"`
-	}
-	roComp struct {
-		_    TableSpec `ddbindex:"ro_comp,softdelete"`
-		_    IndexSpec `ddbindex:"feed,type=gsi,keep=table"`
-		ID   string    `dynamodbav:"id" ddbindex:"pk"`
-		Feed string    `dynamodbav:"feed" ddbindex:"feed.pk"`
-		Kind string    `dynamodbav:"kind" ddbindex:"feed.sk:0"`
-		Seq  int64     `dynamodbav:"seq" ddbindex:"feed.sk:1,width=5"`
-	}
-)
-
 // roDead is the pattern, in reading order: 20 live entries (page 1), a run
 // of 300 tombstones, 7 live, a run of 150 inside page 2, then 93 live. No
 // tombstone follows a live entry a page could read past its end and leave
@@ -86,20 +45,20 @@ func TestPageFillReadsEachTombstoneOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dead := roDead()
-	roRun(t, ctx, "number", dead, func(seq int, feed string) roNum {
-		return roNum{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Seq: float64(seq) + 0.25}
+	roRun(t, ctx, "number", dead, func(seq int, feed string) ccNum {
+		return ccNum{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Seq: float64(seq) + 0.25}
 	}, SortCondition{}, false)
-	roRun(t, ctx, "string", dead, func(seq int, feed string) roStr {
-		return roStr{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Name: fmt.Sprintf("n%04d", seq)}
+	roRun(t, ctx, "string", dead, func(seq int, feed string) ccStr {
+		return ccStr{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Name: fmt.Sprintf("n%04d", seq)}
 	}, SortCondition{}, false)
-	roRun(t, ctx, "binary", dead, func(seq int, feed string) roBin {
-		return roBin{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Key: []byte{byte(seq >> 8), byte(seq), 0, 0}}
+	roRun(t, ctx, "binary", dead, func(seq int, feed string) ccBin {
+		return ccBin{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Key: []byte{byte(seq >> 8), byte(seq), 0, 0}}
 	}, SortCondition{}, false)
-	roRun(t, ctx, "ties", dead, func(seq int, feed string) roTie {
-		return roTie{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Rank: int64(seq / 4)}
+	roRun(t, ctx, "ties", dead, func(seq int, feed string) ccTie {
+		return ccTie{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Rank: int64(seq / 4)}
 	}, SortCondition{}, true)
-	roRun(t, ctx, "composite", dead, func(seq int, feed string) roComp {
-		return roComp{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Kind: "a", Seq: int64(seq)}
+	roRun(t, ctx, "composite", dead, func(seq int, feed string) ccComp2 {
+		return ccComp2{ID: fmt.Sprintf("id%04d", seq), Feed: feed, Kind: "a", Seq: int64(seq)}
 	}, Eq("a"), false)
 }
 
