@@ -211,8 +211,9 @@ func resolveExpr(expr string, names map[string]string, values map[string]types.A
 // sized from what earlier calls read in the partition) and the same query on
 // the other index type. Where Page sends no request (an empty range, or a
 // cursor past the sort condition's range) the request shown is the one that
-// would read the range, and String says that it is not sent. It sends nothing. Errors are those Page would return
-// before any request (invalid query or cursor).
+// would read the range, and String says that it is not sent. Explain sends
+// nothing. Errors are those Page would return before any request (invalid
+// query or cursor).
 func (q Query[T]) Explain() (*Explanation, error) {
 	if err := q.t.usable("Explain", ErrInvalidQuery); err != nil {
 		return nil, err

@@ -114,8 +114,8 @@ func runBackfill(e *env, args []string) error {
 		var missing *types.ResourceNotFoundException
 		switch {
 		case errors.As(err, &missing):
-			// Positions saved against a table that is gone, or not yet
-			// made, would skip what the table no longer holds.
+			// Positions saved while a lost index table held entries would
+			// skip those entries in the table made again.
 			again := "run the backfill again"
 			if store != nil {
 				again += " with --restart"
