@@ -186,16 +186,23 @@ func (r *Router) ShadowRates(ctx context.Context, table string, optFns ...func(*
 	return st.shadow, st.ready, nil
 }
 
+// readyKey is the control-table key of the record that the backfill of
+// form of index, on the base table named table, finished.
+func readyKey(table, index string, form ddbindex.Kind) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		controlPK: &types.AttributeValueMemberS{Value: statePrefix + table},
+		controlSK: &types.AttributeValueMemberS{Value: readyPrefix + index + "#" + form.String()},
+	}
+}
+
 // recordBackfilled records in the control table that the backfill of form
 // of an index finished.
 func recordBackfilled(ctx context.Context, api interface {
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }, control, table, index string, form ddbindex.Kind, opts []func(*dynamodb.Options)) error {
-	_, err := api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(control), Item: map[string]types.AttributeValue{
-		controlPK: &types.AttributeValueMemberS{Value: statePrefix + table},
-		controlSK: &types.AttributeValueMemberS{Value: readyPrefix + index + "#" + form.String()},
-		"at":      &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
-	}}, opts...)
+	item := readyKey(table, index, form)
+	item["at"] = &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)}
+	_, err := api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(control), Item: item}, opts...)
 	if err != nil {
 		return fmt.Errorf("migrate: record the end of the backfill of %s/%s (%s) in %s: %w", table, index, form, control, controlCallErr("PutItem", control, err))
 	}
@@ -231,10 +238,7 @@ func ForgetBackfill[T any](ctx context.Context, store *DynamoDBCheckpoints, t *d
 		return err
 	}
 	table := infos[0].Forms[0].Declared
-	_, err := store.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(store.Table), Key: map[string]types.AttributeValue{
-		controlPK: &types.AttributeValueMemberS{Value: statePrefix + table},
-		controlSK: &types.AttributeValueMemberS{Value: readyPrefix + index + "#" + form.String()},
-	}}, store.ClientOptions...)
+	_, err := store.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(store.Table), Key: readyKey(table, index, form)}, store.ClientOptions...)
 	if err != nil {
 		return fmt.Errorf("migrate: forget the end of the backfill of %s/%s (%s) in %s: %w", table, index, form, store.Table, controlCallErr("DeleteItem", store.Table, err))
 	}
