@@ -237,9 +237,9 @@ func (q Query[T]) Explain() (*Explanation, error) {
 			limit = defaultPageSize
 		}
 		want := pageWant(limit, true)
+		r := &Request{Kind: d.kind}
 		if p.shard != nil {
 			m := newMerger(q, p, true, nil)
-			r := &Request{Kind: d.kind}
 			for i, st := range m.streams {
 				r.Shards = append(r.Shards, st.pg.request(m.firstLimit(i, want)))
 			}
@@ -249,14 +249,11 @@ func (q Query[T]) Explain() (*Explanation, error) {
 				in := p.shardInput(0)
 				r.Input, r.none = &in, noRangeRequest
 			}
-			if p.done {
-				r.none = noCursorRequest
-			}
-			return r, nil
+		} else {
+			pg := newPager(q, p, true, nil)
+			size, _ := pg.size.request(0, limit, want)
+			r.Input = pg.request(size)
 		}
-		pg := newPager(q, p, true, nil)
-		size, _ := pg.size.request(0, limit, want)
-		r := &Request{Kind: d.kind, Input: pg.request(size)}
 		if p.done {
 			r.none = noCursorRequest
 		}
