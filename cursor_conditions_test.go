@@ -6,16 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ddbindex/ddbindex/internal/ddbtest"
@@ -258,29 +255,18 @@ func ccRun[T any](t *testing.T, m ccModel[T]) int {
 	} else {
 		tb, _ = newTestTable[T](t)
 	}
-	var changes []Change
+	items := make([]T, m.n)
+	isDead := make([]bool, m.n)
 	byID := map[string]T{}
 	dead := map[string]bool{}
 	for i := range m.n {
-		it := m.mk(i)
-		id := m.id(it)
-		byID[id] = it
-		av, err := tb.Marshal(it)
-		require.NoError(t, err)
-		changes = append(changes, Change{New: av, Version: "1"})
-		last := av
-		if ccDead(i, m.n) {
-			dead[id] = true
-			gone := maps.Clone(av)
-			gone[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
-			changes = append(changes, Change{Old: av, New: gone, Version: "2"})
-			last = gone
-		}
-		_, err = tb.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.TableName()), Item: last})
-		require.NoError(t, err)
+		items[i] = m.mk(i)
+		id := m.id(items[i])
+		byID[id] = items[i]
+		isDead[i] = ccDead(i, m.n)
+		dead[id] = isDead[i]
 	}
-	_, err := tb.Apply(ctx, changes)
-	require.NoError(t, err)
+	applyLoad(t, tb, items, isDead)
 
 	decl, err := tb.index("feed")
 	require.NoError(t, err)

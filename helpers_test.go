@@ -2,6 +2,7 @@ package ddbindex
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -99,6 +100,34 @@ func putEntry[T any](t testing.TB, tb *Table[T], index string, item T, deleted b
 	_, err = tb.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(tb.tableOf(d)), Item: e})
 	require.NoError(t, err)
 	return true
+}
+
+// applyLoad writes items to tb's base table, item i as a tombstone where
+// dead[i], and applies to its index tables the changes a stream would
+// carry: each item's insert (version 1), and a dead item's soft delete
+// (version 2). It returns each item's image as inserted.
+func applyLoad[T any](t testing.TB, tb *Table[T], items []T, dead []bool) []map[string]types.AttributeValue {
+	t.Helper()
+	ctx := context.Background()
+	var changes []Change
+	images := make([]map[string]types.AttributeValue, len(items))
+	for i, it := range items {
+		av, err := tb.Marshal(it)
+		require.NoError(t, err)
+		images[i] = av
+		changes = append(changes, Change{New: av, Version: "1"})
+		last := av
+		if dead[i] {
+			last = maps.Clone(av)
+			last[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+			changes = append(changes, Change{Old: av, New: last, Version: "2"})
+		}
+		_, err = tb.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.TableName()), Item: last})
+		require.NoError(t, err)
+	}
+	_, err := tb.Apply(ctx, changes)
+	require.NoError(t, err)
+	return images
 }
 
 // coldMemo returns a copy of tb that remembers nothing of earlier calls, so

@@ -3,12 +3,9 @@ package ddbindex
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 )
@@ -85,37 +82,20 @@ func roRun[T any](t *testing.T, ctx context.Context, name string, dead []bool, m
 			}
 			// Entry i in reading order is item seq i+1 ascending, n-i
 			// descending.
-			var want []string
-			var changes []Change
-			for i, d := range dead {
+			items := make([]T, n)
+			for i := range dead {
 				seq := i + 1
 				if desc {
 					seq = n - i
 				}
-				av, err := tb.Marshal(mk(seq, feed))
-				require.NoError(t, err)
-				changes = append(changes, Change{New: av, Version: "1"})
-				if d {
-					gone := maps.Clone(av)
-					gone[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
-					changes = append(changes, Change{Old: av, New: gone, Version: "2"})
-				} else {
+				items[i] = mk(seq, feed)
+			}
+			var want []string
+			for i, av := range applyLoad(t, tb, items, dead) {
+				if !dead[i] {
 					want = append(want, itemID(av))
 				}
 			}
-			// The base table holds each item's last image; Apply writes
-			// the index table from the changes, as the stream consumer
-			// does.
-			last := map[string]Change{}
-			for _, c := range changes {
-				last[itemID(c.New)] = c
-			}
-			for _, c := range last {
-				_, err := tb.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.TableName()), Item: c.New})
-				require.NoError(t, err)
-			}
-			_, err := tb.Apply(ctx, changes)
-			require.NoError(t, err)
 
 			for _, form := range []Kind{GSI, IndexTable} {
 				reader := coldMemo(tb) // what other reads of tb learnt does not count
