@@ -246,15 +246,14 @@ func (b *backfiller[T]) unchanged(img map[string]types.AttributeValue) expressio
 	var more []expression.ConditionBuilder
 	if v := t.s.version; v != nil {
 		if have, ok := img[v.attr]; ok {
-			more = append(more, expression.NameNoDotSplit(v.attr).Equal(expression.Value(have)))
+			more = append(more, holds(v.attr, have))
 		}
 	}
 	for _, a := range b.sources {
-		n := expression.NameNoDotSplit(a)
 		if have, ok := img[a]; ok {
-			more = append(more, n.Equal(expression.Value(have)))
+			more = append(more, holds(a, have))
 		} else {
-			more = append(more, n.AttributeNotExists())
+			more = append(more, expression.NameNoDotSplit(a).AttributeNotExists())
 		}
 	}
 	return expression.And(exists, live, more...)

@@ -235,11 +235,24 @@ func (t *Table[T]) asRead(old map[string]types.AttributeValue) expression.Condit
 	for i, a := range names {
 		conds[i] = expression.NameNoDotSplit(a).AttributeNotExists()
 		if v, ok := old[a]; ok {
-			conds[i] = expression.NameNoDotSplit(a).Equal(expression.Value(v))
+			conds[i] = holds(a, v)
 		}
 	}
 	// One flat AND (names holds at least the tombstone mark and the token).
 	return expression.And(conds[0], conds[1], conds[2:]...)
+}
+
+// holds is the condition that attribute a holds v. A NULL is matched by
+// its type, attribute_type(a, NULL): a NULL has no other value, and the
+// condition syntax documents comparisons for the types that have values.
+// Every condition that a stored attribute still holds what was read goes
+// through here.
+func holds(a string, v types.AttributeValue) expression.ConditionBuilder {
+	n := expression.NameNoDotSplit(a)
+	if _, ok := v.(*types.AttributeValueMemberNULL); ok {
+		return n.AttributeType(expression.Null)
+	}
+	return n.Equal(expression.Value(v))
 }
 
 // stamp stores a new write token in av, an item a write-through write is

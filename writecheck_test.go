@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 )
 
@@ -170,4 +173,49 @@ func TestSortCondRefusesKeyTextOverTheLimit(t *testing.T) {
 	_, err = tb.Query("feed", "T").Where(Eq(escaped)).Page(t.Context())
 	require.ErrorIs(t, err, ErrInvalidQuery)
 	require.Zero(t, cl.calls.Load())
+}
+
+// TestAsReadMatchesNullByType: the condition that a write-through write
+// finds the item as read names a NULL component by its type,
+// attribute_type(a, NULL), and every other stored value by equality.
+func TestAsReadMatchesNullByType(t *testing.T) {
+	t.Parallel()
+	type acNull struct {
+		_    TableSpec `ddbindex:"ac-null,pk=PK,sk=SK"`
+		_    IndexSpec `ddbindex:"by_prio,type=table"`
+		Team string    `dynamodbav:"team" ddbindex:"pk;by_prio.pk"`
+		ID   string    `dynamodbav:"id" ddbindex:"sk"`
+		Prio *int64    `dynamodbav:"prio" ddbindex:"by_prio.sk"`
+	}
+	tb, err := New[acNull](nil)
+	require.NoError(t, err)
+	old, err := tb.Marshal(acNull{Team: "t", ID: "1"})
+	require.NoError(t, err)
+	require.IsType(t, &types.AttributeValueMemberNULL{}, old["prio"])
+	x, err := expression.NewBuilder().WithCondition(tb.asRead(old)).Build()
+	require.NoError(t, err)
+	cond := aws.ToString(x.Condition())
+	var prio, team string
+	for ph, name := range x.Names() {
+		switch name {
+		case "prio":
+			prio = ph
+		case "team":
+			team = ph
+		}
+	}
+	require.NotEmpty(t, prio)
+	require.Contains(t, cond, "attribute_type ("+prio+", ")
+	require.NotContains(t, cond, prio+" = ")
+	require.Contains(t, cond, team+" = ")
+	nulls := 0
+	for _, v := range x.Values() {
+		if _, ok := v.(*types.AttributeValueMemberNULL); ok {
+			nulls++
+		}
+		if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == "NULL" {
+			nulls += 10
+		}
+	}
+	require.Equal(t, 10, nulls, "the type name NULL, and no NULL value, is sent")
 }

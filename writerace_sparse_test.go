@@ -61,6 +61,16 @@ func sparsePrio(p int64) *int64 {
 	return &p
 }
 
+// sparsePrioOut is sparsePrio with the setup's value 1 left out too: the
+// item starts out of the index, so each victim reads it with its component
+// stored as NULL (or, omitempty, absent).
+func sparsePrioOut(p int64) *int64 {
+	if p == 1 {
+		return nil
+	}
+	return sparsePrio(p)
+}
+
 func note(p int64) string { return "n" + strconv.FormatInt(p, 10) }
 
 var (
@@ -96,6 +106,13 @@ var (
 		fresh:  func(x raceSparseSoft) raceSparseSoft { x.Ver = 0; return x }}
 )
 
+// outAtFirst is m with the item the setup writes left out of the index.
+func outAtFirst[T any](m raceModel[T], item func(team, id string, p int64) T, reprio func(x T, p int64) T) raceModel[T] {
+	m.name += ", out of the index at first"
+	m.item, m.reprio = item, reprio
+	return m
+}
+
 // TestWriteRaceMatrixSparse runs the race matrix (every victim write ×
 // every racing writer, between the victim's read and its write) on sparse
 // index tables, in both upkeep modes: the index table ends exactly as the
@@ -113,6 +130,36 @@ func TestWriteRaceMatrixSparse(t *testing.T) {
 			t.Run("version", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparseVerModel, wt) })
 			t.Run("plain", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparsePlainModel, wt) })
 			t.Run("softdelete", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparseSoftModel, wt) })
+			if !wt {
+				return
+			}
+			// A write-through write holds the item to what it read: here
+			// a component stored as NULL (version, softdelete) or absent
+			// (plain).
+			t.Run("version out", func(t *testing.T) {
+				t.Parallel()
+				raceMatrix(t, outAtFirst(raceSparseVerModel,
+					func(team, id string, p int64) raceSparseVer {
+						return raceSparseVer{Team: team, ID: id, Prio: sparsePrioOut(p), Note: note(p)}
+					},
+					func(x raceSparseVer, p int64) raceSparseVer { x.Prio, x.Note = sparsePrioOut(p), note(p); return x }), wt)
+			})
+			t.Run("plain out", func(t *testing.T) {
+				t.Parallel()
+				raceMatrix(t, outAtFirst(raceSparsePlainModel,
+					func(team, id string, p int64) raceSparsePlain {
+						return raceSparsePlain{Team: team, ID: id, Prio: sparsePrioOut(p), Note: note(p)}
+					},
+					func(x raceSparsePlain, p int64) raceSparsePlain { x.Prio, x.Note = sparsePrioOut(p), note(p); return x }), wt)
+			})
+			t.Run("softdelete out", func(t *testing.T) {
+				t.Parallel()
+				raceMatrix(t, outAtFirst(raceSparseSoftModel,
+					func(team, id string, p int64) raceSparseSoft {
+						return raceSparseSoft{Team: team, ID: id, Prio: sparsePrioOut(p), Note: note(p)}
+					},
+					func(x raceSparseSoft, p int64) raceSparseSoft { x.Prio, x.Note = sparsePrioOut(p), note(p); return x }), wt)
+			})
 		})
 	}
 }
