@@ -507,10 +507,11 @@ type sizer struct {
 // itemBytes is the size the 4 KB fill assumes for an item: the tighter of
 // two upper bounds, the one the read units give and the average of the live
 // items returned plus what a tombstone adds to an item. 0 while neither is
-// known.
+// known. With a projection the items returned are smaller than the items
+// read, so only the read units bound an item's size.
 func (s *sizer) itemBytes() float64 {
 	b := s.unitBytes
-	if live := s.liveBytes(); live > 0 {
+	if live := s.liveBytes(); live > 0 && !s.projected {
 		if avg := live + float64(s.deadExtra); b == 0 || avg < b {
 			b = avg
 		}

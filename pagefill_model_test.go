@@ -506,3 +506,25 @@ func TestSizerClusterEndAmongTombstones(t *testing.T) {
 	s.observe(228, 121, 0, false, false)
 	assert.InDelta(t, 1, s.ratio(), 0.001, "a cluster's end")
 }
+
+// TestSizerProjectedItemBytes: with a projection the items returned are
+// smaller than the items read, so the size the 4 KB fill assumes is the
+// one the read units bound, not the returned items' size.
+func TestSizerProjectedItemBytes(t *testing.T) {
+	t.Parallel()
+	for _, projected := range []bool{false, true} {
+		s := sizer{projected: projected, deadExtra: 20}
+		// 4 items read for 4 read units, consistent: 4 KB each; 2 live
+		// items returned of 100 bytes each.
+		s.observe(4, 2, 4, true, true)
+		s.sample([]map[string]types.AttributeValue{
+			{"a": &types.AttributeValueMemberS{Value: strings.Repeat("x", 99)}},
+			{"a": &types.AttributeValueMemberS{Value: strings.Repeat("x", 99)}},
+		})
+		if projected {
+			assert.Equal(t, 4096.0, s.itemBytes(), "projected: the read units' bound")
+		} else {
+			assert.Equal(t, 120.0, s.itemBytes(), "the returned items' mean plus the tombstone's marks")
+		}
+	}
+}
