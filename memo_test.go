@@ -181,3 +181,34 @@ func TestMemoNoAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// TestMemoKeepsOrdersApart: what a descending read learnt about a
+// partition does not size an ascending read of it. The partition's head
+// (the descending end) is all tombstones but every 50th entry, its tail
+// all live: a Table warm from descending pages reads its first ascending
+// page as a cold one does, with one request of the page alone.
+func TestMemoKeepsOrdersApart(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	dead := make([]bool, n) // in descending order
+	for i := range n / 2 {
+		dead[i] = i%50 != 0
+	}
+	read := func(warm bool) pfmCost {
+		tb, err := New[benchFeedItem](nil)
+		require.NoError(t, err)
+		m := pfmLoad(t, tb, dead, 1024)
+		tb.client = calls{m}
+		if warm {
+			pfmLibrary(t, tb, m, 2, 20)
+		}
+		r0, u0 := m.reqs, m.units
+		p, err := tb.Query("feed", "c").Limit(20).Page(t.Context())
+		require.NoError(t, err)
+		require.Len(t, p.Items, 20)
+		return pfmCost{m.reqs - r0, m.units - u0}
+	}
+	cold, warm := read(false), read(true)
+	require.Equal(t, pfmCost{1, 2.5}, cold)
+	require.Equal(t, cold, warm, "an ascending page after descending ones")
+}

@@ -837,9 +837,9 @@ var memoSeed = maphash.MakeSeed()
 // its own.
 const memoDecay = 0.5
 
-// memo remembers, per index and partition (and filter), the live ratio
-// earlier calls read, so that the first request of a call, page 1 included,
-// is sized for it, and for a sharded index the entries' mean size (see
+// memo remembers, per index, partition, sort condition, order and filter,
+// the live ratio earlier calls read, so that the first request of a call,
+// page 1 included, is sized for it, and for a sharded index the entries' mean size (see
 // merger.size). It is bounded (memoCap partitions: memoCap/memoShards in
 // each of its parts, the part's oldest forgotten first). It changes request
 // sizes and, once the server has refused a start key placed just before a

@@ -418,9 +418,14 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 		return nil, queryErr(d.name, "%v", err)
 	}
 	p := &plan{def: d, kc: kc, digest: digest}
-	// The memo's entry: the index, the partition, the sort condition and
-	// what counts as live.
-	p.memoKey = string(appendString(appendString([]byte(d.name), positionKey(pkTexts)), fmt.Sprint(kc))) + string(digest[:])
+	// The memo's entry: the index, the partition, the sort condition, the
+	// order (a partition's two ends may hold tombstones very differently)
+	// and what counts as live.
+	order := "a"
+	if q.desc {
+		order = "d"
+	}
+	p.memoKey = string(appendString(appendString([]byte(d.name), positionKey(pkTexts)), fmt.Sprint(kc))) + order + string(digest[:])
 	p.input = dynamodb.QueryInput{
 		TableName:                 aws.String(q.t.tableOf(d)),
 		KeyConditionExpression:    expr.KeyCondition(),
