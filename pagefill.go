@@ -839,9 +839,10 @@ const memoDecay = 0.5
 
 // memo remembers, per index, partition, sort condition, order and filter,
 // the live ratio earlier calls read, so that the first request of a call,
-// page 1 included, is sized for it, and for a sharded index the entries' mean size (see
-// merger.size). It is bounded (memoCap partitions: memoCap/memoShards in
-// each of its parts, the part's oldest forgotten first). It changes request
+// page 1 included, is sized for it, and for a sharded index the entries'
+// mean size (see merger.size). It is bounded (memoCap partitions:
+// memoCap/memoShards in each of its parts, the part's oldest forgotten
+// first). It changes request
 // sizes and, once the server has refused a start key placed just before a
 // cursor's next position (noStartBefore), where later calls start; never
 // results. Its zero value is empty and ready.

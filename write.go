@@ -245,8 +245,8 @@ func (t *Table[T]) asRead(old map[string]types.AttributeValue) expression.Condit
 // holds is the condition that attribute a holds v. A NULL is matched by
 // its type, attribute_type(a, NULL): a NULL has no other value, and the
 // condition syntax documents comparisons for the types that have values.
-// Every condition that a stored attribute still holds what was read goes
-// through here.
+// The conditions that hold a stored item to the attribute values a write
+// read (asRead, and a backfill's unchanged) build their terms here.
 func holds(a string, v types.AttributeValue) expression.ConditionBuilder {
 	n := expression.NameNoDotSplit(a)
 	if _, ok := v.(*types.AttributeValueMemberNULL); ok {
