@@ -842,10 +842,10 @@ const memoDecay = 0.5
 // page 1 included, is sized for it, and for a sharded index the entries'
 // mean size (see merger.size). It is bounded (memoCap partitions:
 // memoCap/memoShards in each of its parts, the part's oldest forgotten
-// first). It changes request
-// sizes and, once the server has refused a start key placed just before a
-// cursor's next position (noStartBefore), where later calls start; never
-// results. Its zero value is empty and ready.
+// first). It changes request sizes and, once the server has refused a
+// start key placed just before a cursor's next position (noStartBefore),
+// where later calls start; never results. Its zero value is empty and
+// ready.
 type memo struct {
 	// noStartBefore is set once the server refused a start key built
 	// before a cursor's next item: later pages start after the last item.

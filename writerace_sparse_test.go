@@ -73,44 +73,45 @@ func sparsePrioOut(p int64) *int64 {
 
 func note(p int64) string { return "n" + strconv.FormatInt(p, 10) }
 
-var (
-	raceSparseVerModel = raceModel[raceSparseVer]{name: "sparse version", versioned: true,
+// The sparse race models, their component stored as prio gives it
+// (sparsePrio, or sparsePrioOut for items that start out of the index).
+func raceSparseVerModel(prio func(int64) *int64) raceModel[raceSparseVer] {
+	return raceModel[raceSparseVer]{name: "sparse version", versioned: true,
 		item: func(team, id string, p int64) raceSparseVer {
-			return raceSparseVer{Team: team, ID: id, Prio: sparsePrio(p), Note: note(p)}
+			return raceSparseVer{Team: team, ID: id, Prio: prio(p), Note: note(p)}
 		},
 		rekey: func(x raceSparseVer, id string, p int64) raceSparseVer {
-			x.ID, x.Prio, x.Note = id, sparsePrio(p), note(p)
+			x.ID, x.Prio, x.Note = id, prio(p), note(p)
 			return x
 		},
-		reprio: func(x raceSparseVer, p int64) raceSparseVer { x.Prio, x.Note = sparsePrio(p), note(p); return x },
+		reprio: func(x raceSparseVer, p int64) raceSparseVer { x.Prio, x.Note = prio(p), note(p); return x },
 		fresh:  func(x raceSparseVer) raceSparseVer { x.Ver = 0; return x }}
-	raceSparsePlainModel = raceModel[raceSparsePlain]{name: "sparse plain",
+}
+
+func raceSparsePlainModel(prio func(int64) *int64) raceModel[raceSparsePlain] {
+	return raceModel[raceSparsePlain]{name: "sparse plain",
 		item: func(team, id string, p int64) raceSparsePlain {
-			return raceSparsePlain{Team: team, ID: id, Prio: sparsePrio(p), Note: note(p)}
+			return raceSparsePlain{Team: team, ID: id, Prio: prio(p), Note: note(p)}
 		},
 		rekey: func(x raceSparsePlain, id string, p int64) raceSparsePlain {
-			x.ID, x.Prio, x.Note = id, sparsePrio(p), note(p)
+			x.ID, x.Prio, x.Note = id, prio(p), note(p)
 			return x
 		},
-		reprio: func(x raceSparsePlain, p int64) raceSparsePlain { x.Prio, x.Note = sparsePrio(p), note(p); return x },
+		reprio: func(x raceSparsePlain, p int64) raceSparsePlain { x.Prio, x.Note = prio(p), note(p); return x },
 		fresh:  func(x raceSparsePlain) raceSparsePlain { return x }}
-	raceSparseSoftModel = raceModel[raceSparseSoft]{name: "sparse softdelete", versioned: true,
+}
+
+func raceSparseSoftModel(prio func(int64) *int64) raceModel[raceSparseSoft] {
+	return raceModel[raceSparseSoft]{name: "sparse softdelete", versioned: true,
 		item: func(team, id string, p int64) raceSparseSoft {
-			return raceSparseSoft{Team: team, ID: id, Prio: sparsePrio(p), Note: note(p)}
+			return raceSparseSoft{Team: team, ID: id, Prio: prio(p), Note: note(p)}
 		},
 		rekey: func(x raceSparseSoft, id string, p int64) raceSparseSoft {
-			x.ID, x.Prio, x.Note = id, sparsePrio(p), note(p)
+			x.ID, x.Prio, x.Note = id, prio(p), note(p)
 			return x
 		},
-		reprio: func(x raceSparseSoft, p int64) raceSparseSoft { x.Prio, x.Note = sparsePrio(p), note(p); return x },
+		reprio: func(x raceSparseSoft, p int64) raceSparseSoft { x.Prio, x.Note = prio(p), note(p); return x },
 		fresh:  func(x raceSparseSoft) raceSparseSoft { x.Ver = 0; return x }}
-)
-
-// outAtFirst is m with the item the setup writes left out of the index.
-func outAtFirst[T any](m raceModel[T], item func(team, id string, p int64) T, reprio func(x T, p int64) T) raceModel[T] {
-	m.name += ", out of the index at first"
-	m.item, m.reprio = item, reprio
-	return m
 }
 
 // TestWriteRaceMatrixSparse runs the race matrix (every victim write ×
@@ -127,41 +128,28 @@ func TestWriteRaceMatrixSparse(t *testing.T) {
 			if !wt {
 				ddbtest.Require(t, ddbtest.Streams)
 			}
-			t.Run("version", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparseVerModel, wt) })
-			t.Run("plain", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparsePlainModel, wt) })
-			t.Run("softdelete", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparseSoftModel, wt) })
+			t.Run("version", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparseVerModel(sparsePrio), wt) })
+			t.Run("plain", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparsePlainModel(sparsePrio), wt) })
+			t.Run("softdelete", func(t *testing.T) { t.Parallel(); raceMatrix(t, raceSparseSoftModel(sparsePrio), wt) })
 			if !wt {
 				return
 			}
 			// A write-through write holds the item to what it read: here
 			// a component stored as NULL (version, softdelete) or absent
 			// (plain).
-			t.Run("version out", func(t *testing.T) {
-				t.Parallel()
-				raceMatrix(t, outAtFirst(raceSparseVerModel,
-					func(team, id string, p int64) raceSparseVer {
-						return raceSparseVer{Team: team, ID: id, Prio: sparsePrioOut(p), Note: note(p)}
-					},
-					func(x raceSparseVer, p int64) raceSparseVer { x.Prio, x.Note = sparsePrioOut(p), note(p); return x }), wt)
-			})
-			t.Run("plain out", func(t *testing.T) {
-				t.Parallel()
-				raceMatrix(t, outAtFirst(raceSparsePlainModel,
-					func(team, id string, p int64) raceSparsePlain {
-						return raceSparsePlain{Team: team, ID: id, Prio: sparsePrioOut(p), Note: note(p)}
-					},
-					func(x raceSparsePlain, p int64) raceSparsePlain { x.Prio, x.Note = sparsePrioOut(p), note(p); return x }), wt)
-			})
-			t.Run("softdelete out", func(t *testing.T) {
-				t.Parallel()
-				raceMatrix(t, outAtFirst(raceSparseSoftModel,
-					func(team, id string, p int64) raceSparseSoft {
-						return raceSparseSoft{Team: team, ID: id, Prio: sparsePrioOut(p), Note: note(p)}
-					},
-					func(x raceSparseSoft, p int64) raceSparseSoft { x.Prio, x.Note = sparsePrioOut(p), note(p); return x }), wt)
-			})
+			t.Run("version out", func(t *testing.T) { raceMatrixOut(t, raceSparseVerModel(sparsePrioOut)) })
+			t.Run("plain out", func(t *testing.T) { raceMatrixOut(t, raceSparsePlainModel(sparsePrioOut)) })
+			t.Run("softdelete out", func(t *testing.T) { raceMatrixOut(t, raceSparseSoftModel(sparsePrioOut)) })
 		})
 	}
+}
+
+// raceMatrixOut runs the write-through race matrix on m, whose item starts
+// out of the index (see sparsePrioOut).
+func raceMatrixOut[T any](t *testing.T, m raceModel[T]) {
+	t.Parallel()
+	m.name += ", out of the index at first"
+	raceMatrix(t, m, true)
 }
 
 // TestStreamReplayAfterRecreate: an item soft-deleted and created again
@@ -175,7 +163,7 @@ func TestStreamReplayAfterRecreate(t *testing.T) {
 	t.Parallel()
 	ddbtest.Require(t, ddbtest.Streams)
 	ctx := t.Context()
-	m := raceSparseSoftModel
+	m := raceSparseSoftModel(sparsePrio)
 	s := newRaceSetup(t, m, false)
 	put := func(p int64) {
 		t.Helper()
