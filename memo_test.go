@@ -212,3 +212,57 @@ func TestMemoKeepsOrdersApart(t *testing.T) {
 	require.Equal(t, pfmCost{1, 2.5}, cold)
 	require.Equal(t, cold, warm, "an ascending page after descending ones")
 }
+
+// TestMemoNewEvidenceOutweighsOld: an entry built from many reads of a
+// sparse partition (20 live items of 5,000) weighs no more than
+// priorWeight items once a call adds its own, so a call that read 1,000
+// live items of 1,000, after the partition changed, sets the ratio near 1
+// (without the bound it would be 0.29, and later calls would go on reading
+// far past their pages).
+func TestMemoNewEvidenceOutweighsOld(t *testing.T) {
+	t.Parallel()
+	var m memo
+	m.put("k", 20, 5000)
+	m.put("k", 1000, 1000)
+	r, w := m.get("k")
+	old := 20.0 * priorWeight / 5000
+	require.InDelta(t, (old*memoDecay+1000)/(priorWeight*memoDecay+1000), r, 1e-12)
+	require.InDelta(t, priorWeight*memoDecay+1000, w, 1e-12)
+	require.Greater(t, r, 0.9)
+}
+
+// TestMemoKeepsFirstPagesApart: what calls that go on from a cursor learnt
+// does not size a first page. The partition's head (the descending end) is
+// 300 live entries, the rest is tombstones but one in twenty: a Table that
+// read five pages, the last four in the sparse stretch, reads page 1 again
+// in one request of about the page, as a cold Table does.
+func TestMemoKeepsFirstPagesApart(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	dead := make([]bool, n) // in descending order
+	for i := 300; i < n; i++ {
+		dead[i] = i%20 != 0
+	}
+	tb, err := New[benchFeedItem](nil)
+	require.NoError(t, err)
+	m := pfmLoad(t, tb, dead, 1024)
+	tb.client = calls{m}
+	page1 := func() pfmCost {
+		r0, u0 := m.reqs, m.units
+		p, err := tb.Query("feed", "c").Desc().Limit(100).Page(t.Context())
+		require.NoError(t, err)
+		require.Len(t, p.Items, 100)
+		return pfmCost{m.reqs - r0, m.units - u0}
+	}
+	cold := page1()
+	require.Equal(t, 1, cold.reqs)
+	cursor := ""
+	for range 5 {
+		p, err := tb.Query("feed", "c").Desc().Limit(100).After(cursor).Page(t.Context())
+		require.NoError(t, err)
+		cursor = p.Cursor
+	}
+	warm := page1()
+	require.Equal(t, 1, warm.reqs, "page 1 after pages in the sparse stretch")
+	require.LessOrEqual(t, warm.units, cold.units+0.5, "page 1 after pages in the sparse stretch")
+}

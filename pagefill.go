@@ -64,20 +64,27 @@ const (
 	// upperZ is how many standard deviations above the live items read
 	// upperRatio places the live ratio.
 	upperZ = 1.0
+	// reach bounds a request sized from the live ratio to this many times
+	// the items the call has read before it: where a sparse stretch ends in
+	// a dense one, the items read past the page are at most that many times
+	// what the naive loop read too, at the price of a request more per
+	// factor reach in a partition sparse throughout.
+	reach = 3.0
 )
 
 // pager sends the requests of one call and tracks its position and costs.
 type pager[T any] struct {
-	q     Query[T]
-	p     *plan
-	esk   map[string]types.AttributeValue
-	alt   map[string]types.AttributeValue // the start key to fall back to if the server refuses esk
-	pos   position                        // the position the next request starts after; nil at the start
-	seen  map[string]struct{}             // every position of this call, to catch cycles
-	size  sizer
-	memo  bool // see newPager
-	total Stats
-	opts  []func(*dynamodb.Options) // the caller's per-call SDK options
+	q       Query[T]
+	p       *plan
+	esk     map[string]types.AttributeValue
+	alt     map[string]types.AttributeValue // the start key to fall back to if the server refuses esk
+	pos     position                        // the position the next request starts after; nil at the start
+	seen    map[string]struct{}             // every position of this call, to catch cycles
+	size    sizer
+	memo    bool // see newPager
+	memoKey string
+	total   Stats
+	opts    []func(*dynamodb.Options) // the caller's per-call SDK options
 }
 
 // newPager starts a call. With memo, its requests are sized from what earlier
@@ -89,11 +96,31 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 	pg.size.deadExtra = q.t.opts.tombstoneMarkBytes()
 	pg.size.projected = len(q.project) > 0
 	if memo {
-		pg.size.prior, pg.size.weight = q.t.memo.get(p.memoKey)
-		if !pg.size.projected {
-			pg.size.priorBytes = q.t.memo.itemBytes(p.memoKey)
+		// Calls that start at the beginning of the partition (first pages)
+		// and calls that go on from a cursor keep apart what they learn:
+		// where tombstones gather at one end, the first page's density
+		// differs from the later pages'. A call from a cursor with nothing
+		// of its own yet takes what the first pages read, the stretch it
+		// most likely goes on from.
+		pg.memoKey = p.memoKey
+		key := pg.memoKey
+		if p.start.at != nil {
+			pg.memoKey += memoOnward
+			if _, w := q.t.memo.get(pg.memoKey); w > 0 {
+				key = pg.memoKey
+			}
 		}
-		pg.size.runLen = q.t.memo.runLen(p.memoKey)
+		pg.size.prior, pg.size.weight = q.t.memo.get(key)
+		// An entry's size does not depend on where it lies, nor much a
+		// stretch's length: what the other entry knows fills a gap.
+		if !pg.size.projected {
+			if pg.size.priorBytes = q.t.memo.itemBytes(key); pg.size.priorBytes == 0 {
+				pg.size.priorBytes = q.t.memo.itemBytes(p.memoKey)
+			}
+		}
+		if pg.size.runLen = q.t.memo.runLen(key); pg.size.runLen == 0 {
+			pg.size.runLen = q.t.memo.runLen(p.memoKey)
+		}
 	}
 	if p.start.at == nil {
 		return pg
@@ -424,13 +451,17 @@ func (pg *pager[T]) remember() {
 		return
 	}
 	if live, read := pg.size.evidence(); read > 0 {
-		pg.q.t.memo.put(pg.p.memoKey, live, read)
+		pg.q.t.memo.put(pg.memoKey, live, read)
 	}
 	if b := pg.size.liveBytes(); b > 0 && !pg.size.projected {
-		pg.q.t.memo.putItemBytes(pg.p.memoKey, b)
+		pg.q.t.memo.putItemBytes(pg.memoKey, b)
+		if pg.memoKey != pg.p.memoKey {
+			// First pages learn the entries' size from later pages too.
+			pg.q.t.memo.putItemBytes(pg.p.memoKey, b)
+		}
 	}
 	if pg.size.runs > 0 {
-		pg.q.t.memo.putRunLen(pg.p.memoKey, pg.size.runLen)
+		pg.q.t.memo.putRunLen(pg.memoKey, pg.size.runLen)
 	}
 }
 
@@ -493,6 +524,8 @@ type sizer struct {
 	exitLive      int     // and its live items
 	exitRun       int     // of those, how many the remembered stretch length expected (see runLen)
 	lastRead      int     // items the last request read
+	total         int     // items the call read
+	shard         bool    // one shard's stream of a merge: its prior pools every shard's reads, so its own reads do not bound it (see reach)
 	tailDead      bool    // the last request returned live items, then read dead ones
 	unitBytes     float64 // an item's size as the read units bound it (0: unknown)
 	deadExtra     int     // the bytes a tombstone's two attributes add to an item
@@ -679,6 +712,14 @@ func (s *sizer) next(need int) int {
 	p := max(s.ratio(), 1.0/maxRequestItems)
 	n := float64(need)
 	size := sizeFor(n, p)
+	if s.total > 0 && !s.shard {
+		// However low the live ratio read so far, the partition may turn
+		// dense right after it: after the call's first request, the size
+		// the ratio calls for is at most reach times what the call has
+		// read. (A streak's growth and a jump, below, rest on what the
+		// streak and earlier stretches read instead.)
+		size = min(size, max(n, reach*float64(s.total)))
+	}
 	switch {
 	case s.streak > 0 && s.jumped:
 		// The jump found no live item: the stretch is longer than the
@@ -727,6 +768,7 @@ func sizeFor(n, p float64) float64 {
 // units consumed, and whether it ended in dead items.
 func (s *sizer) observe(read, live int, units float64, consistent, tailDead bool) {
 	s.lastRead = read
+	s.total += read
 	defer func() { s.tailDead = tailDead }()
 	if units > 0 && read > 0 {
 		// Read units are whole 4 KB blocks (half a unit each when eventually
@@ -822,7 +864,7 @@ func (s *sizer) settle() {
 
 // ---- memo ------------------------------------------------------------------
 
-// memoCap bounds the partitions a Table remembers.
+// memoCap bounds the entries a Table remembers.
 const memoCap = 4096
 
 // memoShards is how many parts, each with its own lock, a memo has: a call
@@ -837,10 +879,15 @@ var memoSeed = maphash.MakeSeed()
 // its own.
 const memoDecay = 0.5
 
-// memo remembers, per index, partition, sort condition, order and filter,
-// the live ratio earlier calls read, so that the first request of a call,
-// page 1 included, is sized for it, and for a sharded index the entries'
-// mean size (see merger.size). It is bounded (memoCap partitions:
+// memoOnward ends the memo key of calls that go on from a cursor (see
+// newPager).
+const memoOnward = "\x00onward"
+
+// memo remembers, per index, partition, sort condition, order and filter
+// (and, on an unsharded index, whether the calls started from a cursor: see
+// newPager), the live ratio earlier calls read, so that the first request of
+// a call, page 1 included, is sized for it, and the entries' mean size
+// (see merger.size). It is bounded (memoCap entries:
 // memoCap/memoShards in each of its parts, the part's oldest forgotten
 // first). It changes request sizes and, once the server has refused a
 // start key placed just before a cursor's next position (noStartBefore),
@@ -892,11 +939,19 @@ func (m *memo) get(key string) (ratio, weight float64) {
 	return e.live / e.read, e.read
 }
 
+// put adds what a call read to key's entry. What the entry held counts
+// for priorWeight items at most, and then for memoDecay of that: a call
+// that reads far more than the earlier ones, after the partition changed,
+// outweighs them (a sizer weighs the prior at priorWeight items at most
+// anyway, see priorCounts).
 func (m *memo) put(key string, live, read float64) {
 	if m == nil {
 		return
 	}
 	p, e := m.edit(key)
+	if e.read > priorWeight {
+		e.live, e.read = e.live*priorWeight/e.read, priorWeight
+	}
 	e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
 	p.m[key] = e
 	p.mu.Unlock()

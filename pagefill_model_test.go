@@ -448,7 +448,8 @@ func TestSizerAfterAStreakInASparsePartition(t *testing.T) {
 	pu, p := s.upperRatio(), s.ratio()
 	assert.Less(t, p, pu, "the upper ratio lies above the ratio read")
 	assert.Greater(t, float64(size), 5*growth*77, "grows past the factor growth")
-	assert.InDelta(t, (20+margin*math.Sqrt(20*(1-pu)))/pu, float64(size), 1, "sized for the upper ratio")
+	read := 21.0 + 31 + 46 + 62 + 77
+	assert.InDelta(t, min((20+margin*math.Sqrt(20*(1-pu)))/pu, reach*read), float64(size), 1, "sized for the upper ratio, within reach of what the call read")
 	assert.Less(t, float64(size), 20/p, "not for the ratio read")
 
 	// 60 live items among 77 after the streak: a cluster, whose end the
@@ -461,6 +462,30 @@ func TestSizerAfterAStreakInASparsePartition(t *testing.T) {
 	s = streak()
 	s.observe(77, 1, 0, false, false)
 	assert.Equal(t, int(math.Ceil(growth*77)), s.next(20), "a live item last")
+}
+
+// TestSizerReach: a request that returned 5 live items of the 101 read (a
+// first request for a page of 100) puts the live ratio near 0.06, which
+// calls for some 1,700 items. The partition may turn dense right after
+// them: the next request reads at most reach times what the call read, and
+// the one after it grows from all the call read.
+func TestSizerReach(t *testing.T) {
+	t.Parallel()
+	s := &sizer{}
+	s.observe(101, 5, 0, false, false)
+	assert.Greater(t, sizeFor(96, s.ratio()), 1500.0, "the ratio read calls for many items")
+	assert.Equal(t, int(reach*101), s.next(96), "within reach of what the call read")
+	s.observe(303, 15, 0, false, false)
+	assert.Equal(t, int(reach*404), s.next(81), "grows with what the call read")
+	// A need above what reach allows is still asked for whole.
+	s = &sizer{}
+	s.observe(2, 1, 0, false, false)
+	assert.Equal(t, 99, s.next(99), "never less than the need")
+	// One shard's stream of a merge is sized from a prior that pools every
+	// shard's reads: its own reads do not bound it.
+	s = &sizer{shard: true}
+	s.observe(101, 5, 0, false, false)
+	assert.Greater(t, s.next(96), 1500, "a shard's stream")
 }
 
 // TestSizerJumpNeedsALongStreak: with stretches of 800 tombstones

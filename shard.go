@@ -298,6 +298,7 @@ func newMerger[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Op
 		sp.input = p.shardInput(i)
 		sp.start = cursorPos{}
 		st := &shardStream[T]{pg: newPager(q, &sp, memo, optFns), more: true}
+		st.pg.size.shard = true
 		if from := p.shard.from; from != nil {
 			st.pg.esk, st.pg.pos = p.shard.starts[i], from
 		}
