@@ -81,8 +81,8 @@ type pager[T any] struct {
 	pos     position                        // the position the next request starts after; nil at the start
 	seen    map[string]struct{}             // every position of this call, to catch cycles
 	size    sizer
-	memo    bool // see newPager
-	memoKey string
+	memo    bool   // see newPager
+	memoKey string // the memo entry the call adds what it read to (see newPager)
 	total   Stats
 	opts    []func(*dynamodb.Options) // the caller's per-call SDK options
 }
