@@ -256,12 +256,7 @@ func TestMemoKeepsFirstPagesApart(t *testing.T) {
 	}
 	cold := page1()
 	require.Equal(t, 1, cold.reqs)
-	cursor := ""
-	for range 5 {
-		p, err := tb.Query("feed", "c").Desc().Limit(100).After(cursor).Page(t.Context())
-		require.NoError(t, err)
-		cursor = p.Cursor
-	}
+	pfmLibrary(t, tb, m, 5, 100)
 	warm := page1()
 	require.Equal(t, 1, warm.reqs, "page 1 after pages in the sparse stretch")
 	require.LessOrEqual(t, warm.units, cold.units+0.5, "page 1 after pages in the sparse stretch")

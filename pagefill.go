@@ -103,24 +103,27 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 		// of its own yet takes what the first pages read, the stretch it
 		// most likely goes on from.
 		pg.memoKey = p.memoKey
-		key := pg.memoKey
+		first, _ := q.t.memo.entry(p.memoKey)
+		e := first
 		if p.start.at != nil {
 			pg.memoKey += memoOnward
-			if _, w := q.t.memo.get(pg.memoKey); w > 0 {
-				key = pg.memoKey
+			if on, _ := q.t.memo.entry(pg.memoKey); on.read > 0 {
+				e = on
 			}
 		}
-		pg.size.prior, pg.size.weight = q.t.memo.get(key)
 		// An entry's size does not depend on where it lies, nor much a
-		// stretch's length: what the other entry knows fills a gap.
+		// stretch's length: what the first pages' entry knows fills a gap.
+		if e.bytes == 0 {
+			e.bytes = first.bytes
+		}
+		if e.runLen == 0 {
+			e.runLen = first.runLen
+		}
+		pg.size.prior, pg.size.weight = e.ratio()
 		if !pg.size.projected {
-			if pg.size.priorBytes = q.t.memo.itemBytes(key); pg.size.priorBytes == 0 {
-				pg.size.priorBytes = q.t.memo.itemBytes(p.memoKey)
-			}
+			pg.size.priorBytes = e.bytes
 		}
-		if pg.size.runLen = q.t.memo.runLen(key); pg.size.runLen == 0 {
-			pg.size.runLen = q.t.memo.runLen(p.memoKey)
-		}
+		pg.size.runLen = e.runLen
 	}
 	if p.start.at == nil {
 		return pg
@@ -932,8 +935,14 @@ func (m *memo) entry(key string) (memoEntry, bool) {
 }
 
 func (m *memo) get(key string) (ratio, weight float64) {
-	e, ok := m.entry(key)
-	if !ok || e.read == 0 {
+	e, _ := m.entry(key)
+	return e.ratio()
+}
+
+// ratio returns the entry's live ratio and its weight in items (0, 0: no
+// reads yet).
+func (e memoEntry) ratio() (ratio, weight float64) {
+	if e.read == 0 {
 		return 0, 0
 	}
 	return e.live / e.read, e.read
@@ -972,12 +981,6 @@ func (m *memo) putItemBytes(key string, bytes float64) {
 	e.bytes = bytes
 	p.m[key] = e
 	p.mu.Unlock()
-}
-
-// runLen returns the stretch length remembered for key (0: none).
-func (m *memo) runLen(key string) float64 {
-	e, _ := m.entry(key)
-	return e.runLen
 }
 
 // putRunLen remembers the expected stretch length a call ended with.

@@ -338,5 +338,6 @@ func TestShardEvidencePooled(t *testing.T) {
 	assert.InDelta(t, 15.0/30, ratio, 1e-12)
 	assert.InDelta(t, 30.0, weight, 1e-12)
 	// The stretches' mean length, weighed by how many each shard crossed.
-	assert.InDelta(t, (30+3*10)/4.0, tb.memo.runLen("k"), 1e-12)
+	e, _ := tb.memo.entry("k")
+	assert.InDelta(t, (30+3*10)/4.0, e.runLen, 1e-12)
 }
