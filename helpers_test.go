@@ -157,6 +157,6 @@ func readAhead[T any](t *testing.T, q Query[T]) {
 	t.Helper()
 	p, err := q.plan()
 	require.NoError(t, err)
-	q.t.memo.put(p.memoKey, 1, 200)
+	q.t.memo.put(p.memoKey, 1, 200, false, 0)
 	q.t.memo.putItemBytes(p.memoKey, 100)
 }

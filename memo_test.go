@@ -1,11 +1,16 @@
 package ddbindex
 
 import (
+	"maps"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // memoLen counts the entries m holds, checking each part's order against
@@ -38,12 +43,12 @@ func TestMemoRemembersAndDecays(t *testing.T) {
 	require.Zero(t, w)
 	require.Zero(t, m.itemBytes("k"))
 
-	m.put("k", 10, 100)
+	m.put("k", 10, 100, false, 0)
 	r, w = m.get("k")
 	require.InDelta(t, 0.1, r, 1e-12)
 	require.InDelta(t, 100, w, 1e-12)
 
-	m.put("k", 50, 100) // live 5+50, read 50+100
+	m.put("k", 50, 100, false, 0) // live 5+50, read 50+100
 	r, w = m.get("k")
 	require.InDelta(t, 55.0/150, r, 1e-12)
 	require.InDelta(t, 150, w, 1e-12)
@@ -61,7 +66,7 @@ func TestMemoRemembersAndDecays(t *testing.T) {
 	require.Equal(t, 2, memoLen(t, &m))
 
 	var none *memo
-	none.put("k", 1, 1)
+	none.put("k", 1, 1, false, 0)
 	none.putItemBytes("k", 1)
 	r, w = none.get("k")
 	require.Zero(t, r+w+none.itemBytes("k"), "a nil memo remembers nothing")
@@ -78,7 +83,7 @@ func TestMemoBound(t *testing.T) {
 	for i := range 3 * memoCap {
 		k := "idx\x00part-" + strconv.Itoa(i)
 		keys = append(keys, k)
-		m.put(k, 1, 2)
+		m.put(k, 1, 2, false, 0)
 		if i%(memoCap/4) == 0 {
 			require.LessOrEqual(t, memoLen(t, &m), memoCap)
 		}
@@ -106,7 +111,7 @@ func TestMemoBound(t *testing.T) {
 	}
 	// Updating a kept entry does not make room: it is not new.
 	before := memoLen(t, &m)
-	m.put(keys[len(keys)-1], 1, 2)
+	m.put(keys[len(keys)-1], 1, 2, false, 0)
 	require.Equal(t, before, memoLen(t, &m))
 }
 
@@ -125,7 +130,7 @@ func TestMemoPartsLockApart(t *testing.T) {
 	}
 	held := m.part(a)
 	held.mu.Lock()
-	m.put(b, 3, 4)
+	m.put(b, 3, 4, false, 0)
 	m.putItemBytes(b, 10)
 	r, w := m.get(b)
 	held.mu.Unlock()
@@ -146,12 +151,12 @@ func TestMemoConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range rounds {
 				shared := "shared\x00" + strconv.Itoa(i%4)
-				m.put(shared, 1, 1)
+				m.put(shared, 1, 1, false, 0)
 				m.get(shared)
 				m.putItemBytes(shared, float64(w+1))
 				m.itemBytes(shared)
 				own := "own\x00" + strconv.Itoa(w) + "/" + strconv.Itoa(i%8)
-				m.put(own, 0, 1)
+				m.put(own, 0, 1, false, 0)
 			}
 		})
 	}
@@ -171,11 +176,11 @@ func TestMemoConcurrent(t *testing.T) {
 func TestMemoNoAllocs(t *testing.T) {
 	var m memo
 	key := "index\x00partition\x00cond"
-	m.put(key, 1, 2)
+	m.put(key, 1, 2, false, 0)
 	m.putItemBytes(key, 100)
 	allocs := testing.AllocsPerRun(100, func() {
 		m.get(key)
-		m.put(key, 1, 2)
+		m.put(key, 1, 2, false, 0)
 		m.itemBytes(key)
 		m.putItemBytes(key, 100)
 	})
@@ -222,8 +227,8 @@ func TestMemoKeepsOrdersApart(t *testing.T) {
 func TestMemoNewEvidenceOutweighsOld(t *testing.T) {
 	t.Parallel()
 	var m memo
-	m.put("k", 20, 5000)
-	m.put("k", 1000, 1000)
+	m.put("k", 20, 5000, false, 0)
+	m.put("k", 1000, 1000, false, 0)
 	r, w := m.get("k")
 	old := 20.0 * priorWeight / 5000
 	require.InDelta(t, (old*memoDecay+1000)/(priorWeight*memoDecay+1000), r, 1e-12)
@@ -260,4 +265,138 @@ func TestMemoKeepsFirstPagesApart(t *testing.T) {
 	warm := page1()
 	require.Equal(t, 1, warm.reqs, "page 1 after pages in the sparse stretch")
 	require.LessOrEqual(t, warm.units, cold.units+0.5, "page 1 after pages in the sparse stretch")
+}
+
+// pfmRemake makes the model's entries live or dead as dead says (in reading
+// order), as deletes and re-creates would between two reads.
+func pfmRemake(tb *Table[benchFeedItem], m *pfmServer, dead []bool) {
+	n := len(m.entries)
+	for i := range m.entries {
+		d := dead[n-1-i]
+		item := maps.Clone(m.entries[i].item)
+		delete(item, tb.opts.DeletedAttr)
+		if d {
+			item[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+		}
+		m.entries[i] = pfmEntry{sk: m.entries[i].sk, item: item, size: av.ItemSize(item), dead: d}
+	}
+}
+
+// pfmEvery returns n flags in reading order, each true with chance p (a
+// fixed seed: the same flags every run).
+func pfmEvery(n int, p float64, seed uint64) []bool {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = rng.Float64() < p
+	}
+	return out
+}
+
+// TestMemoForgetsAChangedPartition: a Table reads five pages of a partition
+// twice, the partition changes, and the Table reads five pages again. Page 1
+// is sized from what the Table remembers, and may read up to DynamoDB's 1 MB
+// before it learns the change; pages 2 to 5 are not: a first page that
+// contradicts what first pages remember drops it, and pages from a cursor
+// whose memory is older than that size from what first pages read since.
+func TestMemoForgetsAChangedPartition(t *testing.T) {
+	t.Parallel()
+	const n, pages, limit = 3000, 5, 20
+	for _, c := range []struct {
+		name     string
+		from, to []bool
+	}{
+		{"sparse turned dense", pfmEvery(n, 0.98, 1), make([]bool, n)},
+		{"sparse turned half dead", pfmEvery(n, 0.98, 1), pfmEvery(n, 0.5, 2)},
+		{"dense turned sparse", make([]bool, n), pfmEvery(n, 0.98, 1)},
+		// Only the head changed: pages from a cursor read where it did
+		// not, and their first request reads no more than their own
+		// memory calls for (sized from what first pages read since, page
+		// 2 read 19.5 read units, not 3).
+		{"dense head turned sparse", make([]bool, n), append(pfmEvery(400, 0.98, 1), make([]bool, n-400)...)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tb, err := New[benchFeedItem](nil)
+			require.NoError(t, err)
+			m := pfmLoad(t, tb, c.from, 1024)
+			tb.client = calls{m}
+			pfmLibrary(t, tb, m, pages, limit)
+			pfmLibrary(t, tb, m, pages, limit)
+			pfmRemake(tb, m, c.to)
+			after := pfmLibrary(t, tb, m, pages, limit)
+			again := pfmLibrary(t, tb, m, pages, limit)
+			sizes := make([]int, n)
+			for i := range sizes {
+				sizes[i] = m.entries[n-1-i].size
+			}
+			floor := pfmFloor(c.to, sizes, pages, limit)
+			for i, c := range after {
+				t.Logf("page %d: %d requests, %.1f read units; again %d, %.1f; floor %d, %.1f", i+1, c.reqs, c.units, again[i].reqs, again[i].units, floor[i].reqs, floor[i].units)
+			}
+			require.Len(t, after, len(floor))
+			later, settled, least := pfmSum(after, 1), pfmSum(again, 1), pfmSum(floor, 1)
+			// Sparse turned dense: page 2 read 1 MB (128.5 read units), 10.7
+			// times the settled pages' 12, before first pages marked the
+			// change. Dense turned sparse: pages 2 to 4 took 21 requests.
+			require.LessOrEqual(t, later.units, 1.1*settled.units, "pages 2 to %d right after the change, against the same pages read again", len(after))
+			require.LessOrEqual(t, later.reqs, 3*least.reqs, "pages 2 to %d right after the change, against the floor", len(after))
+		})
+	}
+}
+
+// TestContradicts: a call's count of live items contradicts a prior only
+// when it lies both far outside the spread the prior predicts and several
+// times over or under it.
+func TestContradicts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		prior, weight, live, read float64
+		want                      bool
+	}{
+		{0.02, 200, 1050, 1050, true}, // sparse turned dense
+		{1, 200, 21, 1050, true},      // dense turned sparse
+		{0.5, 200, 21, 200, true},     // a quarter of the expected count, far outside its spread
+		{0.02, 0, 1050, 1050, false},  // no prior
+		{0.02, 200, 0, 0, false},      // nothing read
+		{1, 200, 20, 21, false},       // one tombstone in a dense partition
+		{0.8, 200, 21, 46, false},     // a run of tombstones: under the expected count, not four times under
+		{0.02, 200, 3, 50, false},     // three times the expected count
+		{0.01, 200, 3, 50, false},     // six times the expected count, but within its spread: half an item expected
+		{0.25, 200, 32, 124, false},   // what the prior predicts
+		{0.709, 316, 32, 124, false},  // well under, not four times under
+		{0.05, 200, 30, 100, true},    // six times the expected count, far outside its spread
+		{0.05, 200, 15, 100, false},   // three times the expected count
+	} {
+		got := contradicts(c.prior, c.weight, c.live, c.read)
+		require.Equal(t, c.want, got, "prior %g of %g items, %g live of %g read", c.prior, c.weight, c.live, c.read)
+	}
+}
+
+// TestMemoStartsAfreshOnce: a first pages' entry that found a change
+// records it; the entry of calls from a cursor starts afresh the first time
+// a call that started after the change adds what it read, and later calls
+// (or one that started before it) add to that.
+func TestMemoStartsAfreshOnce(t *testing.T) {
+	t.Parallel()
+	var m memo
+	m.put("first", 1, 100, false, 0)
+	m.put("onward", 2, 100, false, 0)
+	m.put("first", 90, 100, true, 0)
+	first, _ := m.entry("first")
+	require.NotZero(t, first.changed)
+	require.InDelta(t, 0.9, first.live/first.read, 1e-12, "a stale put drops what the entry held")
+
+	m.put("onward", 5, 10, false, first.changed-1) // started before the change
+	on, _ := m.entry("onward")
+	require.Less(t, on.base, first.changed, "a call that started before the change does not mark the entry")
+	require.Greater(t, on.read, 10.0)
+
+	m.put("onward", 9, 10, false, first.changed)
+	on, _ = m.entry("onward")
+	require.Equal(t, first.changed, on.base)
+	require.Equal(t, [2]float64{9, 10}, [2]float64{on.live, on.read}, "the first call after the change starts the entry afresh")
+
+	m.put("onward", 10, 10, false, first.changed)
+	on, _ = m.entry("onward")
+	require.InDelta(t, 9*memoDecay+10, on.live, 1e-12, "a second call after the same change adds to it")
 }

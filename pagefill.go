@@ -83,6 +83,7 @@ type pager[T any] struct {
 	size    sizer
 	memo    bool   // see newPager
 	memoKey string // the memo entry the call adds what it read to (see newPager)
+	base    uint64 // a call from a cursor: the last change first pages had found when it started (see newPager)
 	total   Stats
 	opts    []func(*dynamodb.Options) // the caller's per-call SDK options
 }
@@ -106,8 +107,19 @@ func newPager[T any](q Query[T], p *plan, memo bool, optFns []func(*dynamodb.Opt
 		first, _ := q.t.memo.entry(p.memoKey)
 		e := first
 		if p.start.at != nil {
-			pg.memoKey += memoOnward
-			if on, _ := q.t.memo.entry(pg.memoKey); on.read > 0 {
+			pg.memoKey, pg.base = p.memoOnward, first.changed
+			switch on, _ := q.t.memo.entry(pg.memoKey); {
+			case on.read > 0 && on.base < first.changed:
+				// A first page has found the partition changed (see
+				// contradicts) since this entry last started afresh:
+				// size from what first pages read since, but let the
+				// first request read no more than this entry calls for
+				// (where the two differ for where they lie, a request
+				// sized from the wrong one would read far past the
+				// page). The entry starts afresh when the call adds
+				// what it read (see memo.put).
+				pg.size.firstRatio, _ = on.ratio()
+			case on.read > 0:
 				e = on
 			}
 		}
@@ -454,7 +466,13 @@ func (pg *pager[T]) remember() {
 		return
 	}
 	if live, read := pg.size.evidence(); read > 0 {
-		pg.q.t.memo.put(pg.memoKey, live, read)
+		// Calls from the partition's beginning (first pages, and All
+		// without a cursor) all start at its head: one that plainly
+		// contradicts what they remember finds the partition changed.
+		// Calls from a cursor start at a different place each time, and
+		// their entry is what those places hold in all.
+		stale := pg.memoKey == pg.p.memoKey && contradicts(pg.size.prior, pg.size.weight, live, read)
+		pg.q.t.memo.put(pg.memoKey, live, read, stale, pg.base)
 	}
 	if b := pg.size.liveBytes(); b > 0 && !pg.size.projected {
 		pg.q.t.memo.putItemBytes(pg.memoKey, b)
@@ -538,6 +556,7 @@ type sizer struct {
 	runLen        float64 // the expected length of a stretch without a live item, once one was met (0: none known)
 	runs          int     // stretches the call crossed
 	jumped        bool    // the current streak read to where the remembered length ended
+	firstRatio    float64 // the first request reads no more than this live ratio calls for (0: no bound; see newPager)
 }
 
 // itemBytes is the size the 4 KB fill assumes for an item: the tighter of
@@ -715,6 +734,9 @@ func (s *sizer) next(need int) int {
 	p := max(s.ratio(), 1.0/maxRequestItems)
 	n := float64(need)
 	size := sizeFor(n, p)
+	if s.total == 0 && s.firstRatio > 0 {
+		size = min(size, sizeFor(n, s.firstRatio))
+	}
 	if s.total > 0 && !s.shard {
 		// However low the live ratio read so far, the partition may turn
 		// dense right after it: after the call's first request, the size
@@ -901,6 +923,11 @@ type memo struct {
 	// before a cursor's next item: later pages start after the last item.
 	noStartBefore atomic.Bool
 
+	// changes numbers the changes calls found in partitions (see
+	// memo.put), so that an entry can tell whether it started afresh
+	// since another's last change.
+	changes atomic.Uint64
+
 	parts [memoShards]memoPart
 }
 
@@ -915,6 +942,8 @@ type memoEntry struct {
 	live, read float64
 	bytes      float64 // the mean size of the entries read (0: unknown)
 	runLen     float64 // the expected length of a stretch without a live item (0: unknown)
+	changed    uint64  // first pages' entry: the last change a call found in it (see memo.changes; 0: none)
+	base       uint64  // a cursor calls' entry: the first pages' change it last started afresh after (0: none)
 }
 
 // part returns the part of m that holds key.
@@ -953,17 +982,64 @@ func (e memoEntry) ratio() (ratio, weight float64) {
 // that reads far more than the earlier ones, after the partition changed,
 // outweighs them (a sizer weighs the prior at priorWeight items at most
 // anyway, see priorCounts).
-func (m *memo) put(key string, live, read float64) {
+//
+// With stale (the call found the partition changed, see contradicts), the
+// live ratio and the stretch length the entry held are dropped, and the
+// entry records the change. A call from a cursor passes base, the first
+// pages' last change when it started: an entry that started afresh before
+// that starts afresh now, once (a later call with the same base adds to
+// what the first one read). The stretch length the call puts after (see
+// putRunLen) blends what the call crossed with what it started from.
+func (m *memo) put(key string, live, read float64, stale bool, base uint64) {
 	if m == nil {
 		return
 	}
 	p, e := m.edit(key)
-	if e.read > priorWeight {
+	afresh := stale
+	if stale {
+		e.changed = m.changes.Add(1)
+	}
+	if base > e.base {
+		afresh, e.base = true, base
+	}
+	switch {
+	case afresh:
+		e.live, e.read, e.runLen = 0, 0, 0
+	case e.read > priorWeight:
 		e.live, e.read = e.live*priorWeight/e.read, priorWeight
 	}
 	e.live, e.read = e.live*memoDecay+live, e.read*memoDecay+read
 	p.m[key] = e
 	p.mu.Unlock()
+}
+
+// Thresholds of contradicts.
+const (
+	// staleZ is how many standard deviations of the live count the prior
+	// predicts a call's count must lie from it.
+	staleZ = 3.0
+	// staleFactor is how many times more, or fewer, live items than the
+	// prior predicts a call must read: tombstones that gather in runs
+	// spread the count far more than a binomial does.
+	staleFactor = 4.0
+)
+
+// contradicts reports whether a call that read live items of read
+// contradicts the prior live ratio (of weight items, 0: none) it was sized
+// from so plainly that the partition most likely changed since the calls
+// that made it: the count lies more than staleZ binomial standard
+// deviations (plus one item) from what the prior predicts, and is over
+// staleFactor times as many or under 1/staleFactor as many. Sized from a
+// stale prior, the first request of every later call reads far too much
+// (a prior from a sparse stretch now dense) or far too little: a
+// contradicted prior is dropped rather than blended.
+func contradicts(prior, weight, live, read float64) bool {
+	if weight == 0 || read == 0 {
+		return false
+	}
+	want := prior * read
+	sd := math.Sqrt(want * (1 - prior))
+	return math.Abs(live-want) > staleZ*sd+1 && (live > staleFactor*want || live*staleFactor < want)
 }
 
 // itemBytes returns the entry size remembered for key (0: none).

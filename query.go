@@ -197,14 +197,15 @@ func (s *Stats) add(o Stats) {
 // plan is a query translated for one index: everything a request needs but
 // its Limit and ExclusiveStartKey.
 type plan struct {
-	def     *layout
-	input   dynamodb.QueryInput
-	kc      *keyCond
-	start   cursorPos  // from the cursor; zero at the beginning
-	digest  readDigest // what the query counts as live (see readDigest)
-	memoKey string     // the page fill's memo entry
-	shard   *shardPlan // for a sharded index; nil otherwise
-	route   string     // how the form was chosen (see form)
+	def        *layout
+	input      dynamodb.QueryInput
+	kc         *keyCond
+	start      cursorPos  // from the cursor; zero at the beginning
+	digest     readDigest // what the query counts as live (see readDigest)
+	memoKey    string     // the page fill's memo entry
+	memoOnward string     // the memo entry of page fills that start from a cursor (see newPager)
+	shard      *shardPlan // for a sharded index; nil otherwise
+	route      string     // how the form was chosen (see form)
 	// keepRaw makes the page fill keep the items of the page it read in
 	// raw, for a ReadObserver (observe.go).
 	keepRaw bool
@@ -425,7 +426,10 @@ func (q Query[T]) planFor(d *layout) (*plan, error) {
 	if q.desc {
 		order = "d"
 	}
-	p.memoKey = string(appendString(appendString([]byte(d.name), positionKey(pkTexts)), fmt.Sprint(kc))) + order + string(digest[:])
+	// One string holds both keys: the key of calls that start from a
+	// cursor is the first pages' key with memoOnward appended.
+	both := string(appendString(appendString([]byte(d.name), positionKey(pkTexts)), fmt.Sprint(kc))) + order + string(digest[:]) + memoOnward
+	p.memoKey, p.memoOnward = both[:len(both)-len(memoOnward)], both
 	p.input = dynamodb.QueryInput{
 		TableName:                 aws.String(q.t.tableOf(d)),
 		KeyConditionExpression:    expr.KeyCondition(),

@@ -360,7 +360,7 @@ func (m *merger[T]) remember() {
 		}
 	}
 	if read > 0 {
-		m.q.t.memo.put(m.p.memoKey, live, read)
+		m.q.t.memo.put(m.p.memoKey, live, read, false, 0)
 	}
 	if runs > 0 {
 		m.q.t.memo.putRunLen(m.p.memoKey, runLen/float64(runs))
