@@ -1,16 +1,12 @@
 package ddbindex
 
 import (
-	"maps"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ddbindex/ddbindex/internal/av"
 )
 
 // memoLen counts the entries m holds, checking each part's order against
@@ -267,32 +263,6 @@ func TestMemoKeepsFirstPagesApart(t *testing.T) {
 	require.LessOrEqual(t, warm.units, cold.units+0.5, "page 1 after pages in the sparse stretch")
 }
 
-// pfmRemake makes the model's entries live or dead as dead says (in reading
-// order), as deletes and re-creates would between two reads.
-func pfmRemake(tb *Table[benchFeedItem], m *pfmServer, dead []bool) {
-	n := len(m.entries)
-	for i := range m.entries {
-		d := dead[n-1-i]
-		item := maps.Clone(m.entries[i].item)
-		delete(item, tb.opts.DeletedAttr)
-		if d {
-			item[tb.opts.DeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
-		}
-		m.entries[i] = pfmEntry{sk: m.entries[i].sk, item: item, size: av.ItemSize(item), dead: d}
-	}
-}
-
-// pfmEvery returns n flags in reading order, each true with chance p (a
-// fixed seed: the same flags every run).
-func pfmEvery(n int, p float64, seed uint64) []bool {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	out := make([]bool, n)
-	for i := range out {
-		out[i] = rng.Float64() < p
-	}
-	return out
-}
-
 // TestMemoForgetsAChangedPartition: a Table reads five pages of a partition
 // twice, the partition changes, and the Table reads five pages again. Page 1
 // is sized from what the Table remembers, and may read up to DynamoDB's 1 MB
@@ -322,7 +292,7 @@ func TestMemoForgetsAChangedPartition(t *testing.T) {
 			tb.client = calls{m}
 			pfmLibrary(t, tb, m, pages, limit)
 			pfmLibrary(t, tb, m, pages, limit)
-			pfmRemake(tb, m, c.to)
+			m.entries = pfmLoad(t, tb, c.to, 1024).entries // deletes and re-creates change the partition
 			after := pfmLibrary(t, tb, m, pages, limit)
 			again := pfmLibrary(t, tb, m, pages, limit)
 			sizes := make([]int, n)
@@ -399,4 +369,15 @@ func TestMemoStartsAfreshOnce(t *testing.T) {
 	m.put("onward", 10, 10, false, first.changed)
 	on, _ = m.entry("onward")
 	require.InDelta(t, 9*memoDecay+10, on.live, 1e-12, "a second call after the same change adds to it")
+}
+
+// pfmEvery returns n flags in reading order, each true with chance p (a
+// fixed seed: the same flags every run).
+func pfmEvery(n int, p float64, seed uint64) []bool {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = rng.Float64() < p
+	}
+	return out
 }
